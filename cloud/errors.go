@@ -1,0 +1,89 @@
+package cloud
+
+import (
+	"errors"
+	"strings"
+)
+
+// opError is every store's error: one line, "<url>: <op>: <detail>: <kind>",
+// matching the sentinel kind (if any) and the underlying cause under
+// errors.Is / errors.As. The cause's own text is left out when detail
+// already says it, which keeps SDK errors that span several lines (azcore's
+// ResponseError) out of the message.
+type opError struct {
+	url    string
+	op     string
+	detail string
+	kind   error // a sentinel, or nil
+	cause  error // the SDK or OS error, or nil
+}
+
+func (e *opError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.url)
+	b.WriteString(": ")
+	b.WriteString(e.op)
+	if e.detail != "" {
+		b.WriteString(": ")
+		b.WriteString(oneLine(e.detail))
+	}
+	if e.kind != nil {
+		b.WriteString(": ")
+		if errors.Is(e.kind, ErrNotFound) {
+			b.WriteString(ErrNotFound.Error())
+		} else {
+			b.WriteString(e.kind.Error())
+		}
+	}
+	return b.String()
+}
+
+func (e *opError) Unwrap() []error {
+	var errs []error
+	if e.kind != nil {
+		errs = append(errs, e.kind)
+	}
+	if e.cause != nil {
+		errs = append(errs, e.cause)
+	}
+	return errs
+}
+
+// oneLine folds a multi-line message onto one line and caps its length, so
+// a log line stays a log line.
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	const maxLen = 400
+	if len(s) > maxLen {
+		s = s[:maxLen] + "…"
+	}
+	return s
+}
+
+// checkKey enforces the keys every store accepts (see ErrInvalidKey).
+func checkKey(key string) error {
+	if key == "" {
+		return errors.New("empty key")
+	}
+	if strings.HasPrefix(key, "/") {
+		return errors.New("key starts with '/'")
+	}
+	if strings.ContainsRune(key, 0) {
+		return errors.New("key holds NUL")
+	}
+	for _, seg := range strings.Split(key, "/") {
+		switch {
+		case seg == "":
+			return errors.New("key has an empty segment")
+		case seg == "." || seg == "..":
+			return errors.New("key has a '.' or '..' segment")
+		case strings.HasPrefix(seg, tmpPrefix):
+			return errors.New("key names a reserved " + tmpPrefix + " file")
+		}
+	}
+	return nil
+}
+
+func invalidKey(url, op string, err error) error {
+	return &opError{url: url, op: op, detail: err.Error(), kind: ErrInvalidKey}
+}

@@ -1,0 +1,216 @@
+package cloud
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// Kinds of location, as Location.Kind reports them.
+const (
+	KindLocal = "local"
+	KindS3    = "s3"
+	KindAzure = "azure"
+)
+
+// Location is a parsed store location: a folder on local disk, an S3 bucket
+// plus prefix, or an Azure storage account, container and prefix.
+type Location struct {
+	// Kind is KindLocal, KindS3 or KindAzure.
+	Kind string
+	// Path is the absolute, cleaned folder of a local location.
+	Path string
+	// Account is the Azure storage account name.
+	Account string
+	// Bucket is the S3 bucket or the Azure container.
+	Bucket string
+	// Prefix is the key prefix inside the bucket, without leading or
+	// trailing '/'; empty for the bucket's root.
+	Prefix string
+}
+
+// ParseLocation parses a location as users write it:
+//
+//	/abs/path, rel/path, file:///abs/path      local disk (made absolute)
+//	s3://bucket/prefix                         S3
+//	az://account/container/prefix              Azure Blob
+//	abfss://container@account.dfs.core.windows.net/prefix   ADLS Gen2
+//	wasbs://container@account.blob.core.windows.net/prefix  Azure Blob
+//
+// Any other scheme, or a URL missing its bucket, container or account,
+// fails with an error wrapping ErrUnsupportedURL that names the location.
+func ParseLocation(location string) (Location, error) {
+	bad := func(why string) (Location, error) {
+		return Location{}, fmt.Errorf("%q: %s: %w", location, why, ErrUnsupportedURL)
+	}
+	if location == "" {
+		return bad("empty location")
+	}
+	scheme, rest, hasScheme := strings.Cut(location, "://")
+	if !hasScheme || strings.ContainsAny(scheme, `/\`) {
+		// A plain path. (A Windows drive letter would also land here.)
+		abs, err := filepath.Abs(location)
+		if err != nil {
+			return bad(err.Error())
+		}
+		return Location{Kind: KindLocal, Path: abs}, nil
+	}
+	switch strings.ToLower(scheme) {
+	case "file":
+		u, err := url.Parse(location)
+		if err != nil {
+			return bad(err.Error())
+		}
+		if u.Host != "" && u.Host != "localhost" {
+			return bad("file URLs must name a local absolute path (file:///abs/path)")
+		}
+		if !path.IsAbs(u.Path) {
+			return bad("file URLs must name an absolute path")
+		}
+		return Location{Kind: KindLocal, Path: filepath.Clean(filepath.FromSlash(u.Path))}, nil
+	case "s3":
+		bucket, prefix, _ := strings.Cut(rest, "/")
+		if bucket == "" {
+			return bad("no bucket")
+		}
+		return Location{Kind: KindS3, Bucket: bucket, Prefix: cleanPrefix(prefix)}, nil
+	case "az":
+		account, rest, _ := strings.Cut(rest, "/")
+		container, prefix, _ := strings.Cut(rest, "/")
+		if account == "" || container == "" {
+			return bad("want az://account/container/prefix")
+		}
+		return Location{Kind: KindAzure, Account: account, Bucket: container, Prefix: cleanPrefix(prefix)}, nil
+	case "abfss", "abfs", "wasbs", "wasb":
+		authority, prefix, _ := strings.Cut(rest, "/")
+		container, host, ok := strings.Cut(authority, "@")
+		account, _, _ := strings.Cut(host, ".")
+		if !ok || container == "" || account == "" {
+			return bad("want " + scheme + "://container@account.<endpoint>/prefix")
+		}
+		return Location{Kind: KindAzure, Account: account, Bucket: container, Prefix: cleanPrefix(prefix)}, nil
+	default:
+		return bad(fmt.Sprintf("unknown scheme %q (want a path, file://, s3://, az://, abfss:// or wasbs://)", scheme))
+	}
+}
+
+// cleanPrefix trims the slashes around a prefix and collapses repeated ones.
+func cleanPrefix(p string) string {
+	parts := strings.FieldsFunc(p, func(r rune) bool { return r == '/' })
+	return strings.Join(parts, "/")
+}
+
+// String returns the location in its canonical form: an absolute path,
+// s3://bucket/prefix or az://account/container/prefix.
+func (l Location) String() string {
+	switch l.Kind {
+	case KindLocal:
+		return l.Path
+	case KindS3:
+		return joinKey("s3://"+l.Bucket, l.Prefix)
+	case KindAzure:
+		return joinKey("az://"+l.Account+"/"+l.Bucket, l.Prefix)
+	}
+	return ""
+}
+
+// Join returns the location of key under location, joined with one '/' (or
+// the OS separator on local disk): Join("s3://b/t", "_sluice/v/1.json") is
+// "s3://b/t/_sluice/v/1.json". A location that does not parse is joined
+// textually.
+func Join(location, key string) string {
+	l, err := ParseLocation(location)
+	if err != nil {
+		return joinKey(strings.TrimRight(location, "/"), key)
+	}
+	if l.Kind == KindLocal {
+		return filepath.Join(l.Path, filepath.FromSlash(key))
+	}
+	return joinKey(l.String(), key)
+}
+
+func joinKey(base, key string) string {
+	key = strings.TrimLeft(key, "/")
+	if key == "" {
+		return base
+	}
+	return base + "/" + key
+}
+
+// Options tunes how Open reaches a store. The zero value is valid and
+// means every default.
+type Options struct {
+	// HTTPClient carries the requests to S3 or Azure. Nil means the SDK's
+	// own tuned client. Tests use it to inject faults in transport.
+	HTTPClient *http.Client
+	// MaxAttempts is how many times the SDK tries one request (the first
+	// try included) on throttling, 5xx and timeouts before giving up.
+	// 0 means DefaultMaxAttempts.
+	MaxAttempts int
+	// ListPageSize is how many keys one List request asks for. 0 means the
+	// service's maximum (1000 on S3, 5000 on Azure). Local disk ignores it.
+	ListPageSize int
+}
+
+// DefaultMaxAttempts is Options.MaxAttempts when left zero.
+const DefaultMaxAttempts = 5
+
+// DefaultOptions returns the options Open uses.
+func DefaultOptions() Options { return Options{MaxAttempts: DefaultMaxAttempts} }
+
+// Validate names every bad field.
+func (o Options) Validate() error {
+	var bad []string
+	if o.MaxAttempts < 0 {
+		bad = append(bad, fmt.Sprintf("MaxAttempts %d < 0", o.MaxAttempts))
+	}
+	if o.ListPageSize < 0 || o.ListPageSize > 5000 {
+		bad = append(bad, fmt.Sprintf("ListPageSize %d not in [0, 5000]", o.ListPageSize))
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("cloud options: %s", strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+func (o Options) maxAttempts() int {
+	if o.MaxAttempts == 0 {
+		return DefaultMaxAttempts
+	}
+	return o.MaxAttempts
+}
+
+// Open returns the store rooted at location (see ParseLocation for the
+// forms), with DefaultOptions. Credentials come from the environment:
+// the AWS SDK's standard chain (plus AWS_ENDPOINT_URL and
+// AWS_S3_USE_PATH_STYLE) for S3; AZURE_STORAGE_CONNECTION_STRING when set,
+// else azidentity's DefaultAzureCredential, for Azure. Open does not touch
+// the network: a missing bucket or refused credentials show on first use.
+// A local root folder is created on first Put.
+func Open(ctx context.Context, location string) (Store, error) {
+	return OpenWithOptions(ctx, location, DefaultOptions())
+}
+
+// OpenWithOptions is Open with explicit options.
+func OpenWithOptions(ctx context.Context, location string, opts Options) (Store, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, fmt.Errorf("open %s: %w", location, err)
+	}
+	l, err := ParseLocation(location)
+	if err != nil {
+		return nil, err
+	}
+	switch l.Kind {
+	case KindLocal:
+		return newLocalStore(l.Path), nil
+	case KindS3:
+		return newS3Store(ctx, l, opts)
+	case KindAzure:
+		return newAzureStore(ctx, l, opts)
+	}
+	return nil, fmt.Errorf("%q: %w", location, ErrUnsupportedURL)
+}
