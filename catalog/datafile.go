@@ -1,0 +1,40 @@
+package catalog
+
+import "time"
+
+// ColumnStats are one column's statistics over one data file. Min and Max
+// are in the column type's canonical text form (see FormatValue) and are nil
+// when unknown (all nulls, or the writer kept no statistics).
+type ColumnStats struct {
+	Min       *string `json:"min,omitempty"`
+	Max       *string `json:"max,omitempty"`
+	NullCount int64   `json:"nulls"`
+}
+
+// FileStats are what reading a Parquet file's footer tells: its rows and
+// per-column statistics, keyed by column name.
+type FileStats struct {
+	Rows    int64                  `json:"rows"`
+	Columns map[string]ColumnStats `json:"cols,omitempty"`
+}
+
+// DataFile is one live data file of a table, as a manifest records it.
+type DataFile struct {
+	// Path is the file's key relative to the table root, '/'-separated,
+	// e.g. "date=2024-01-31/part-00000-<uuid>.zstd.parquet".
+	Path string `json:"path"`
+	// Partition is the Hive partition folder ("date=2024-01-31",
+	// "a=1/b=x"), "" for an unpartitioned table. It groups files into the
+	// per-partition pieces of a manifest.
+	Partition string `json:"-"`
+	// PartitionValues are the decoded partition values by partition field
+	// name; a nil value is SQL NULL (Hive's __HIVE_DEFAULT_PARTITION__).
+	PartitionValues map[string]*string `json:"pv,omitempty"`
+	// Bytes is the file's size.
+	Bytes int64 `json:"bytes"`
+	FileStats
+	// AddedVersion is the manifest version that added the file, AddedAt
+	// when (used by compaction's --min-file-age).
+	AddedVersion int64     `json:"added_v"`
+	AddedAt      time.Time `json:"added_at"`
+}

@@ -1,0 +1,169 @@
+package catalog
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Kind is a column's logical type, as written in schema strings.
+type Kind string
+
+// The logical types of the schema-string contract (CONTRACT.md).
+const (
+	KindString    Kind = "string"
+	KindUUID      Kind = "uuid" // a string that must parse as a UUID
+	KindInt32     Kind = "int32"
+	KindInt64     Kind = "int64"
+	KindFloat64   Kind = "float64"
+	KindBool      Kind = "bool"
+	KindDate      Kind = "date"      // days since 1970-01-01, no time zone
+	KindTimestamp Kind = "timestamp" // UTC, microseconds
+	KindDecimal   Kind = "decimal"   // decimal(p,s)
+	KindBinary    Kind = "binary"
+)
+
+// Type is a logical type; Precision and Scale are set for decimals only.
+type Type struct {
+	Kind      Kind
+	Precision int
+	Scale     int
+}
+
+// String renders the type as in a schema string: "int64", "decimal(10,2)".
+func (t Type) String() string {
+	if t.Kind == KindDecimal {
+		return fmt.Sprintf("decimal(%d,%d)", t.Precision, t.Scale)
+	}
+	return string(t.Kind)
+}
+
+// ParseType parses one type name of a schema string.
+func ParseType(s string) (Type, error) {
+	s = strings.TrimSpace(s)
+	switch Kind(s) {
+	case KindString, KindUUID, KindInt32, KindInt64, KindFloat64, KindBool,
+		KindDate, KindTimestamp, KindBinary:
+		return Type{Kind: Kind(s)}, nil
+	}
+	if strings.HasPrefix(s, "decimal(") && strings.HasSuffix(s, ")") {
+		ps := strings.Split(s[len("decimal("):len(s)-1], ",")
+		if len(ps) == 2 {
+			p, err1 := strconv.Atoi(strings.TrimSpace(ps[0]))
+			sc, err2 := strconv.Atoi(strings.TrimSpace(ps[1]))
+			if err1 == nil && err2 == nil && p >= 1 && p <= 38 && sc >= 0 && sc <= p {
+				return Type{Kind: KindDecimal, Precision: p, Scale: sc}, nil
+			}
+		}
+		return Type{}, fmt.Errorf("type %q: want decimal(p,s) with 1 <= p <= 38 and 0 <= s <= p", s)
+	}
+	return Type{}, fmt.Errorf("unknown type %q (want string, uuid, int32, int64, float64, bool, date, timestamp, decimal(p,s) or binary)", s)
+}
+
+// MarshalJSON writes the type as its schema-string name.
+func (t Type) MarshalJSON() ([]byte, error) { return json.Marshal(t.String()) }
+
+// UnmarshalJSON reads a schema-string type name.
+func (t *Type) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	v, err := ParseType(s)
+	if err != nil {
+		return err
+	}
+	*t = v
+	return nil
+}
+
+// Column is one column of a table schema.
+type Column struct {
+	Name     string `json:"name"`
+	Type     Type   `json:"type"`
+	Nullable bool   `json:"nullable,omitempty"`
+}
+
+// Schema is a table's ordered list of columns. Column order is the order
+// readers see and writers write.
+type Schema struct {
+	Columns []Column `json:"columns"`
+}
+
+// ParseSchema parses a schema string: "name:type,name:type?,...". A trailing
+// '?' makes a column nullable. decimal(p,s) may contain a comma.
+func ParseSchema(s string) (Schema, error) {
+	var sc Schema
+	seen := map[string]bool{}
+	for _, part := range splitTopLevel(s) {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		name, typ, ok := strings.Cut(part, ":")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" {
+			return Schema{}, fmt.Errorf("schema: column %q: want name:type", part)
+		}
+		typ = strings.TrimSpace(typ)
+		nullable := strings.HasSuffix(typ, "?")
+		typ = strings.TrimSuffix(typ, "?")
+		t, err := ParseType(typ)
+		if err != nil {
+			return Schema{}, fmt.Errorf("schema: column %q: %w", name, err)
+		}
+		if seen[name] {
+			return Schema{}, fmt.Errorf("schema: column %q appears twice", name)
+		}
+		seen[name] = true
+		sc.Columns = append(sc.Columns, Column{Name: name, Type: t, Nullable: nullable})
+	}
+	if len(sc.Columns) == 0 {
+		return Schema{}, errors.New("schema: no columns")
+	}
+	return sc, nil
+}
+
+// splitTopLevel splits on commas that are not inside parentheses.
+func splitTopLevel(s string) []string {
+	var out []string
+	depth, start := 0, 0
+	for i, r := range s {
+		switch r {
+		case '(':
+			depth++
+		case ')':
+			depth--
+		case ',':
+			if depth == 0 {
+				out = append(out, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(out, s[start:])
+}
+
+// String renders the schema as a schema string that ParseSchema reads back.
+func (s Schema) String() string {
+	parts := make([]string, len(s.Columns))
+	for i, c := range s.Columns {
+		parts[i] = c.Name + ":" + c.Type.String()
+		if c.Nullable {
+			parts[i] += "?"
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// Column returns the column named name and whether it exists.
+func (s Schema) Column(name string) (Column, bool) {
+	for _, c := range s.Columns {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return Column{}, false
+}
