@@ -1,0 +1,529 @@
+package catalog
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/google/uuid"
+
+	"github.com/sluice-data/sluice/cloud"
+)
+
+// Change is what a writer wants one commit to do: requirements on the
+// version it read, and updates. The catalog applies it to the newest
+// version, re-checking the requirements after every lost race.
+type Change struct {
+	// Operation names the change in history: "create", "import", "append",
+	// "compact", "rollback", ...
+	Operation string
+	// RunID identifies the job run that wrote it.
+	RunID string
+
+	// Create makes the change create the table: it fails with
+	// ErrTableExists if any version exists. Schema and Spec are required.
+	Create bool
+	// Schema, when not nil, sets the table schema. On an existing table
+	// it is a schema change and conflicts with any concurrent schema
+	// change.
+	Schema *Schema
+	// Spec sets the partition spec (with Create only).
+	Spec *PartitionSpec
+	// Properties are merged into the table's properties.
+	Properties map[string]string
+
+	// Add are new data files, already written and durable. Adding never
+	// conflicts.
+	Add []DataFile
+	// Remove are live data files this change replaces. It conflicts if a
+	// concurrent commit already removed any of them.
+	Remove []DataFile
+	// DataChange is false for a rewrite that keeps the same rows
+	// (compaction).
+	DataChange bool
+
+	// Checkpoints set source positions, keyed by source id, committed
+	// atomically with Add.
+	Checkpoints map[string]json.RawMessage
+	// CheckpointBase holds, for each key in Checkpoints, the value the
+	// writer started from (nil: none). If a concurrent commit moved that
+	// checkpoint, the change conflicts: two runs consumed the same range.
+	CheckpointBase map[string]json.RawMessage
+
+	// RestoreFrom, when set, makes the new version's content (schema,
+	// spec, properties, checkpoints, files) equal to that manifest's:
+	// rollback. Other update fields must be empty.
+	RestoreFrom *Manifest
+}
+
+// CommitOptions bound the commit retry loop.
+type CommitOptions struct {
+	// MaxElapsed bounds the time spent retrying lost races. Zero: 2m.
+	MaxElapsed time.Duration
+}
+
+// crashHook, when set (in tests only), is called at named points of a
+// commit; the crash tests make it kill the process.
+var crashHook func(point string)
+
+func crashPoint(point string) {
+	if crashHook != nil {
+		crashHook(point)
+	}
+}
+
+// Commit applies c as a new version and returns its manifest. Data files in
+// c.Add must already be durable in the store. On a lost race it reloads,
+// checks c's requirements against the winner, and retries with backoff; a
+// requirement broken by the winner returns ErrConflict and nothing of c is
+// visible.
+func (t *Table) Commit(ctx context.Context, c Change) (*Manifest, error) {
+	if err := c.validate(); err != nil {
+		return nil, fmt.Errorf("%s: commit %s: %w", t.loc, c.Operation, err)
+	}
+	start := time.Now()
+	var base *Manifest
+	if !c.Create {
+		var err error
+		if base, err = t.Latest(ctx); err != nil {
+			return nil, fmt.Errorf("commit %s: %w", c.Operation, err)
+		}
+	} else if v, err := t.LatestVersion(ctx); err == nil {
+		return nil, fmt.Errorf("%s: version %d exists: %w", t.loc, v, ErrTableExists)
+	} else if !errors.Is(err, ErrTableNotFound) {
+		return nil, fmt.Errorf("commit %s: %w", c.Operation, err)
+	}
+	// Requirements are checked against the version the commit starts
+	// from (the writer may have read an older one), and again after every
+	// lost race.
+	first := base
+	st := newStaged(t, &c)
+	if base != nil {
+		if err := st.check(ctx, first, base); err != nil {
+			return nil, fmt.Errorf("%s: commit %s: %w", t.loc, c.Operation, err)
+		}
+	}
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval = 2 * time.Millisecond
+	bo.MaxInterval = 500 * time.Millisecond
+	bo.MaxElapsedTime = 2 * time.Minute
+	attempts := 0
+	for {
+		attempts++
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("%s: commit %s: %w", t.loc, c.Operation, err)
+		}
+		next, err := st.build(ctx, base)
+		if err != nil {
+			return nil, fmt.Errorf("%s: commit %s: %w", t.loc, c.Operation, err)
+		}
+		crashPoint("before-manifest")
+		err = t.writeJSON(ctx, versionKey(next.Version), next, true)
+		if err == nil {
+			crashPoint("after-manifest")
+			// The hint is advisory: failing to write it costs readers a
+			// listing, never correctness.
+			_ = t.writeJSON(ctx, latestKey, map[string]int64{"version": next.Version}, false)
+			t.opts.Logger.LogAttrs(ctx, 0, "commit",
+				slogAttrs(t.loc, c, next, attempts, time.Since(start))...)
+			return next, nil
+		}
+		if !errors.Is(err, cloud.ErrPreconditionFailed) {
+			return nil, fmt.Errorf("%s: commit %s: version %d: %w", t.loc, c.Operation, next.Version, err)
+		}
+		// Lost the race for next.Version: read the winner(s) and rebase.
+		if c.Create {
+			return nil, fmt.Errorf("%s: %w", t.loc, ErrTableExists)
+		}
+		winner, err := t.Latest(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("%s: commit %s: reload: %w", t.loc, c.Operation, err)
+		}
+		if err := st.check(ctx, first, winner); err != nil {
+			return nil, fmt.Errorf("%s: commit %s: %w", t.loc, c.Operation, err)
+		}
+		base = winner
+		wait := bo.NextBackOff()
+		if wait == backoff.Stop {
+			return nil, fmt.Errorf("%s: commit %s: gave up after %d lost races in %s: %w", t.loc, c.Operation, attempts, time.Since(start).Round(time.Millisecond), ErrConflict)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%s: commit %s: %w", t.loc, c.Operation, ctx.Err())
+		case <-time.After(wait):
+		}
+	}
+}
+
+func (c *Change) validate() error {
+	if c.Operation == "" {
+		return errors.New("change has no operation")
+	}
+	if c.Create && (c.Schema == nil || c.Spec == nil) {
+		return errors.New("creating a table needs a schema and a partition spec")
+	}
+	if c.RestoreFrom != nil && (len(c.Add) > 0 || len(c.Remove) > 0 || c.Schema != nil || c.Create) {
+		return errors.New("a restore cannot also add, remove or change the schema")
+	}
+	for k := range c.Checkpoints {
+		if _, ok := c.CheckpointBase[k]; !ok {
+			if c.CheckpointBase == nil {
+				c.CheckpointBase = map[string]json.RawMessage{}
+			}
+			c.CheckpointBase[k] = nil
+		}
+	}
+	seen := map[string]bool{}
+	for _, f := range c.Add {
+		if f.Path == "" {
+			return errors.New("an added file has no path")
+		}
+		if seen[f.Path] {
+			return fmt.Errorf("file %s added twice", f.Path)
+		}
+		seen[f.Path] = true
+	}
+	return nil
+}
+
+// staged builds new versions for one change, reusing the pieces it wrote
+// for a partition when a rebase finds that partition unchanged.
+type staged struct {
+	t        *Table
+	c        *Change
+	commitID string
+	// byPart groups the change's adds and removes by partition.
+	adds    map[string][]DataFile
+	removes map[string]map[string]bool
+	// built caches, per partition, the ref written on top of a given base
+	// ref (by its identity), so a rebase rewrites only partitions that
+	// the winner touched too.
+	built map[string]builtRef
+}
+
+type builtRef struct {
+	baseID string
+	ref    *PartitionRef // nil: the partition became empty
+}
+
+func newStaged(t *Table, c *Change) *staged {
+	s := &staged{t: t, c: c, commitID: uuid.NewString(),
+		adds: map[string][]DataFile{}, removes: map[string]map[string]bool{}, built: map[string]builtRef{}}
+	for _, f := range c.Add {
+		s.adds[f.Partition] = append(s.adds[f.Partition], f)
+	}
+	for _, f := range c.Remove {
+		if s.removes[f.Partition] == nil {
+			s.removes[f.Partition] = map[string]bool{}
+		}
+		s.removes[f.Partition][f.Path] = true
+	}
+	return s
+}
+
+func refID(ref *PartitionRef) string {
+	if ref == nil {
+		return "-"
+	}
+	b, _ := json.Marshal(ref.Pieces)
+	return string(b)
+}
+
+// build returns the manifest of base plus the change, writing the pieces
+// of touched partitions.
+func (s *staged) build(ctx context.Context, base *Manifest) (*Manifest, error) {
+	c := s.c
+	next := &Manifest{Format: FormatVersion, Version: 1, CommittedAt: time.Now().UTC(),
+		CommitID: s.commitID, Operation: c.Operation, RunID: c.RunID}
+	if base != nil {
+		next.Version = base.Version + 1
+		next.Schema = base.Schema
+		next.Spec = base.Spec
+		next.Properties = maps.Clone(base.Properties)
+		next.Checkpoints = maps.Clone(base.Checkpoints)
+		next.Partitions = slices.Clone(base.Partitions)
+	}
+	if c.RestoreFrom != nil {
+		r := c.RestoreFrom
+		next.Schema, next.Spec = r.Schema, r.Spec
+		next.Properties = maps.Clone(r.Properties)
+		next.Checkpoints = maps.Clone(r.Checkpoints)
+		next.Partitions = slices.Clone(r.Partitions)
+		next.RolledBackTo = r.Version
+		next.Summary = diffSummary(base, next)
+		return next, nil
+	}
+	if c.Schema != nil {
+		next.Schema = *c.Schema
+	}
+	if c.Spec != nil {
+		next.Spec = *c.Spec
+	}
+	if len(c.Properties) > 0 && next.Properties == nil {
+		next.Properties = map[string]string{}
+	}
+	maps.Copy(next.Properties, c.Properties)
+	if len(c.Checkpoints) > 0 && next.Checkpoints == nil {
+		next.Checkpoints = map[string]json.RawMessage{}
+	}
+	maps.Copy(next.Checkpoints, c.Checkpoints)
+
+	sum := Summary{DataChange: c.DataChange}
+	touched := map[string]bool{}
+	for p := range s.adds {
+		touched[p] = true
+	}
+	for p := range s.removes {
+		touched[p] = true
+	}
+	parts := slices.Sorted(maps.Keys(touched))
+	for _, p := range parts {
+		i, ok := next.partitionIndex(p)
+		var baseRef *PartitionRef
+		if ok {
+			baseRef = &next.Partitions[i]
+		}
+		id := refID(baseRef)
+		b, cached := s.built[p]
+		if !cached || b.baseID != id {
+			ref, err := s.buildPartition(ctx, p, baseRef)
+			if err != nil {
+				return nil, err
+			}
+			b = builtRef{baseID: id, ref: ref}
+			s.built[p] = b
+		}
+		switch {
+		case b.ref == nil && ok:
+			next.Partitions = slices.Delete(next.Partitions, i, i+1)
+		case b.ref != nil && ok:
+			next.Partitions[i] = *b.ref
+		case b.ref != nil:
+			next.Partitions = slices.Insert(next.Partitions, i, *b.ref)
+		}
+	}
+	for _, f := range c.Add {
+		sum.FilesAdded++
+		sum.RowsAdded += f.Rows
+		sum.BytesAdded += f.Bytes
+	}
+	for _, f := range c.Remove {
+		sum.FilesRemoved++
+		sum.RowsRemoved += f.Rows
+		sum.BytesRemoved += f.Bytes
+	}
+	sum.Partitions = parts
+	next.Summary = sum
+	crashPoint("after-pieces")
+	return next, nil
+}
+
+// buildPartition writes the pieces partition p needs on top of baseRef
+// and returns its new ref (nil if it has no files left). Adds go to one new
+// piece; pieces holding removed files are rewritten without them; when the
+// partition has too many pieces, the smallest adjacent ones are merged.
+func (s *staged) buildPartition(ctx context.Context, p string, baseRef *PartitionRef) (*PartitionRef, error) {
+	t := s.t
+	ref := PartitionRef{Partition: p}
+	if baseRef != nil {
+		ref = *baseRef
+		ref.Pieces = slices.Clone(baseRef.Pieces)
+	}
+	type pending struct {
+		files []DataFile // nil: unchanged, use the ref as is
+		ref   PieceRef
+	}
+	pieces := make([]pending, len(ref.Pieces))
+	for i, pr := range ref.Pieces {
+		pieces[i].ref = pr
+	}
+	if rm := s.removes[p]; len(rm) > 0 {
+		found := 0
+		for i := range pieces {
+			pc, err := t.piece(ctx, pieces[i].ref.Key)
+			if err != nil {
+				return nil, err
+			}
+			hit := false
+			for _, f := range pc.Files {
+				if rm[f.Path] {
+					hit = true
+					break
+				}
+			}
+			if !hit {
+				continue
+			}
+			kept := make([]DataFile, 0, len(pc.Files))
+			for _, f := range pc.Files {
+				if rm[f.Path] {
+					found++
+					ref.Files--
+					ref.Rows -= f.Rows
+					ref.Bytes -= f.Bytes
+					continue
+				}
+				kept = append(kept, f)
+			}
+			pieces[i].files = kept
+		}
+		if found != len(rm) {
+			// Only reachable if the writer removed files it never read
+			// as live; rebase checks catch the concurrent case first.
+			return nil, fmt.Errorf("partition %q: %d of %d files to remove are not live: %w", p, len(rm)-found, len(rm), ErrConflict)
+		}
+	}
+	if adds := s.adds[p]; len(adds) > 0 {
+		pieces = append(pieces, pending{files: adds})
+		for _, f := range adds {
+			ref.Files++
+			ref.Rows += f.Rows
+			ref.Bytes += f.Bytes
+		}
+	}
+	// Drop emptied pieces.
+	pieces = slices.DeleteFunc(pieces, func(pp pending) bool { return pp.files != nil && len(pp.files) == 0 })
+	// Merge the smallest adjacent pair until few enough pieces remain: the
+	// cost of a merge is proportional to the small pieces, so a partition
+	// with many files is not rewritten on every append.
+	for len(pieces) > t.opts.MaxPiecesPerPartition {
+		best, bestN := 0, int64(-1)
+		for i := 0; i+1 < len(pieces); i++ {
+			n := pieceLen(pieces[i].files, pieces[i].ref) + pieceLen(pieces[i+1].files, pieces[i+1].ref)
+			if bestN < 0 || n < bestN {
+				best, bestN = i, n
+			}
+		}
+		var merged []DataFile
+		for _, pp := range pieces[best : best+2] {
+			fs := pp.files
+			if fs == nil {
+				pc, err := t.piece(ctx, pp.ref.Key)
+				if err != nil {
+					return nil, err
+				}
+				fs = pc.Files
+			}
+			merged = append(merged, fs...)
+		}
+		pieces[best] = pending{files: merged}
+		pieces = slices.Delete(pieces, best+1, best+2)
+	}
+	if ref.Files == 0 {
+		return nil, nil
+	}
+	ref.Pieces = ref.Pieces[:0]
+	for _, pp := range pieces {
+		if pp.files != nil {
+			key := piecesDir + uuid.NewString() + ".json"
+			sort.Slice(pp.files, func(i, j int) bool { return pp.files[i].Path < pp.files[j].Path })
+			if err := s.t.writeJSON(ctx, key, Piece{Partition: p, Files: pp.files}, true); err != nil {
+				return nil, fmt.Errorf("write piece of partition %q: %w", p, err)
+			}
+			pp.ref = PieceRef{Key: key, Files: int64(len(pp.files))}
+		}
+		ref.Pieces = append(ref.Pieces, pp.ref)
+	}
+	return &ref, nil
+}
+
+func pieceLen(files []DataFile, ref PieceRef) int64 {
+	if files != nil {
+		return int64(len(files))
+	}
+	return ref.Files
+}
+
+// check tells whether the change still applies on top of winner, given
+// that the writer read first. It returns an ErrConflict naming what
+// conflicted.
+func (s *staged) check(ctx context.Context, first, winner *Manifest) error {
+	c := s.c
+	if c.Schema != nil && first != nil && !sameJSON(first.Schema, winner.Schema) {
+		return fmt.Errorf("version %d changed the schema concurrently: %w", winner.Version, ErrConflict)
+	}
+	for k, baseVal := range c.CheckpointBase {
+		if !bytes.Equal(compactJSON(winner.Checkpoints[k]), compactJSON(baseVal)) {
+			return fmt.Errorf("checkpoint %q moved to %s in version %d (this run started from %s): %w",
+				k, orNone(winner.Checkpoints[k]), winner.Version, orNone(baseVal), ErrConflict)
+		}
+	}
+	for p, rm := range s.removes {
+		i, ok := winner.partitionIndex(p)
+		if !ok {
+			return fmt.Errorf("partition %q was emptied by version %d: %w", p, winner.Version, ErrConflict)
+		}
+		files, err := s.t.PartitionFiles(ctx, winner.Partitions[i])
+		if err != nil {
+			return err
+		}
+		live := make(map[string]bool, len(files))
+		for _, f := range files {
+			live[f.Path] = true
+		}
+		for path := range rm {
+			if !live[path] {
+				return fmt.Errorf("file %s was removed by a concurrent commit (version %d): %w", path, winner.Version, ErrConflict)
+			}
+		}
+	}
+	return nil
+}
+
+func sameJSON(a, b any) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return bytes.Equal(x, y)
+}
+
+func compactJSON(b json.RawMessage) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	var buf bytes.Buffer
+	if json.Compact(&buf, b) != nil {
+		return b
+	}
+	if buf.String() == "null" {
+		return nil
+	}
+	return buf.Bytes()
+}
+
+func orNone(b json.RawMessage) string {
+	if len(compactJSON(b)) == 0 {
+		return "none"
+	}
+	return string(compactJSON(b))
+}
+
+// diffSummary summarises a restore: what changed from base to next by
+// partition totals (a restore reuses pieces, so it never lists files).
+func diffSummary(base, next *Manifest) Summary {
+	s := Summary{DataChange: true}
+	bf, br, bb := base.Totals()
+	nf, nr, nb := next.Totals()
+	if nf > bf {
+		s.FilesAdded = nf - bf
+	} else {
+		s.FilesRemoved = bf - nf
+	}
+	if nr > br {
+		s.RowsAdded = nr - br
+	} else {
+		s.RowsRemoved = br - nr
+	}
+	if nb > bb {
+		s.BytesAdded = nb - bb
+	} else {
+		s.BytesRemoved = bb - nb
+	}
+	return s
+}

@@ -1,0 +1,337 @@
+package catalog_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluice-data/sluice/catalog"
+	"github.com/sluice-data/sluice/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+var eventSchema = mustSchema("event_id:uuid,list_id:int64,tally:int32,event_time:timestamp")
+
+func mustSchema(s string) catalog.Schema {
+	sc, err := catalog.ParseSchema(s)
+	if err != nil {
+		panic(err)
+	}
+	return sc
+}
+
+func daySpec(t testing.TB) catalog.PartitionSpec {
+	spec, err := catalog.ParsePartitionSpec("day(event_time)", eventSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spec
+}
+
+// eventRows makes n rows on day, with list ids from base.
+func eventRows(day time.Time, base, n int) [][]any {
+	rows := make([][]any, n)
+	for i := range rows {
+		rows[i] = []any{fmt.Sprintf("00000000-0000-4000-8000-%012d", base+i), int64(base + i), int32(1),
+			day.Add(time.Duration(i) * time.Minute)}
+	}
+	return rows
+}
+
+func newTable(t *testing.T, loc string) (*catalog.Table, *catalog.Manifest) {
+	t.Helper()
+	ctx := context.Background()
+	tbl, err := catalog.Open(ctx, loc, catalog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tbl.Close() })
+	m, err := tbl.Create(ctx, eventSchema, daySpec(t), nil, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tbl, m
+}
+
+func appendRows(t testing.TB, tbl *catalog.Table, rows [][]any) *catalog.Manifest {
+	t.Helper()
+	ctx := context.Background()
+	m, err := tbl.Latest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := tbl.WriteFiles(ctx, m, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err = tbl.Commit(ctx, catalog.Change{Operation: "append", RunID: "test", Add: files, DataChange: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func livePaths(t testing.TB, tbl *catalog.Table, m *catalog.Manifest) map[string]catalog.DataFile {
+	t.Helper()
+	files, err := tbl.Files(context.Background(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]catalog.DataFile{}
+	for _, f := range files {
+		out[f.Path] = f
+	}
+	return out
+}
+
+func TestCreateTwiceFails(t *testing.T) {
+	for kind, loc := range testenv.Locations(t) {
+		t.Run(kind, func(t *testing.T) {
+			tbl, _ := newTable(t, loc)
+			_, err := tbl.Create(context.Background(), eventSchema, daySpec(t), nil, "again")
+			if !errors.Is(err, catalog.ErrTableExists) {
+				t.Fatalf("second create: got %v, want ErrTableExists", err)
+			}
+		})
+	}
+}
+
+func TestOpenMissingTableSaysNotFound(t *testing.T) {
+	tbl, err := catalog.Open(context.Background(), t.TempDir(), catalog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tbl.Latest(context.Background()); !errors.Is(err, catalog.ErrTableNotFound) {
+		t.Fatalf("got %v, want ErrTableNotFound", err)
+	}
+}
+
+// Eight writers commit fifty appends each to one table at once: every
+// commit lands as its own version, none is lost, none is skipped.
+func TestConcurrentWritersLoseNoUpdate(t *testing.T) {
+	const writers, commits = 8, 50
+	for kind, loc := range testenv.Locations(t) {
+		t.Run(kind, func(t *testing.T) {
+			tbl, m0 := newTable(t, loc)
+			ctx := context.Background()
+			day := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+			var mu sync.Mutex
+			added := map[string]bool{}
+			versions := map[int64]bool{}
+			var wg sync.WaitGroup
+			errs := make(chan error, writers)
+			for w := range writers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					// Each writer has its own handle, as separate
+					// processes would.
+					h, err := catalog.Open(ctx, loc, catalog.Options{})
+					if err != nil {
+						errs <- err
+						return
+					}
+					defer h.Close()
+					for c := range commits {
+						// Writers spread over 5 days so that some
+						// race on the same partition and some not.
+						d := day.AddDate(0, 0, (w+c)%5)
+						files, err := h.WriteFiles(ctx, m0, eventRows(d, w*1000+c, 1))
+						if err != nil {
+							errs <- err
+							return
+						}
+						m, err := h.Commit(ctx, catalog.Change{Operation: "append", RunID: fmt.Sprintf("w%d", w), Add: files, DataChange: true})
+						if err != nil {
+							errs <- fmt.Errorf("writer %d commit %d: %w", w, c, err)
+							return
+						}
+						mu.Lock()
+						if versions[m.Version] {
+							errs <- fmt.Errorf("version %d committed twice", m.Version)
+						}
+						versions[m.Version] = true
+						for _, f := range files {
+							added[f.Path] = true
+						}
+						mu.Unlock()
+					}
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Fatal(err)
+			}
+			latest, err := tbl.Latest(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := m0.Version + writers*commits; latest.Version != want {
+				t.Fatalf("latest version %d, want %d", latest.Version, want)
+			}
+			for v := m0.Version + 1; v <= latest.Version; v++ {
+				if !versions[v] {
+					t.Fatalf("version %d was not reported by any writer", v)
+				}
+			}
+			live := livePaths(t, tbl, latest)
+			if len(live) != writers*commits {
+				t.Fatalf("%d live files, want %d", len(live), writers*commits)
+			}
+			for p := range added {
+				if _, ok := live[p]; !ok {
+					t.Fatalf("added file %s is not live: a lost update", p)
+				}
+			}
+			files, rows, _ := latest.Totals()
+			if files != writers*commits || rows != writers*commits {
+				t.Fatalf("totals: %d files, %d rows; want %d each", files, rows, writers*commits)
+			}
+		})
+	}
+}
+
+// A compaction-style change (remove + add) rebases over a concurrent
+// append, but conflicts with a concurrent removal of the same file.
+func TestRebaseRules(t *testing.T) {
+	ctx := context.Background()
+	day := time.Date(2024, 2, 1, 0, 0, 0, 0, time.UTC)
+	tbl, _ := newTable(t, t.TempDir())
+	appendRows(t, tbl, eventRows(day, 0, 10))
+	base := appendRows(t, tbl, eventRows(day, 10, 10))
+	old := livePaths(t, tbl, base)
+	var rm []catalog.DataFile
+	for _, f := range old {
+		rm = append(rm, f)
+	}
+	// The "compaction" writes its output based on base.
+	merged, err := tbl.WriteFiles(ctx, base, append(eventRows(day, 0, 10), eventRows(day, 10, 10)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Meanwhile an ingest appends to the same partition.
+	afterAppend := appendRows(t, tbl, eventRows(day, 20, 5))
+
+	m, err := tbl.Commit(ctx, catalog.Change{Operation: "compact", Add: merged, Remove: rm})
+	if err != nil {
+		t.Fatalf("compaction over a concurrent append must rebase: %v", err)
+	}
+	if m.Version != afterAppend.Version+1 {
+		t.Fatalf("compaction committed as %d, want %d", m.Version, afterAppend.Version+1)
+	}
+	live := livePaths(t, tbl, m)
+	if len(live) != 2 {
+		t.Fatalf("%d live files after compaction, want merged + appended = 2", len(live))
+	}
+	if _, rows, _ := m.Totals(); rows != 25 {
+		t.Fatalf("rows %d, want 25", rows)
+	}
+	if m.Summary.DataChange {
+		t.Fatal("a rewrite must be marked as no data change")
+	}
+	// A second compaction that read the old version now conflicts: its
+	// inputs are gone.
+	again, err := tbl.WriteFiles(ctx, base, eventRows(day, 0, 20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = tbl.Commit(ctx, catalog.Change{Operation: "compact", Add: again, Remove: rm})
+	if !errors.Is(err, catalog.ErrConflict) {
+		t.Fatalf("removing already removed files: got %v, want ErrConflict", err)
+	}
+	latest, _ := tbl.Latest(ctx)
+	if latest.Version != m.Version {
+		t.Fatalf("a conflicting commit must leave no version; latest %d, want %d", latest.Version, m.Version)
+	}
+}
+
+// Two runs that started from the same checkpoint cannot both commit: the
+// second would double-count the range.
+func TestCheckpointConflict(t *testing.T) {
+	ctx := context.Background()
+	tbl, _ := newTable(t, t.TempDir())
+	day := time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
+	commitFrom := func(from, to string) error {
+		m, _ := tbl.Latest(ctx)
+		files, err := tbl.WriteFiles(ctx, m, eventRows(day, 0, 3))
+		if err != nil {
+			return err
+		}
+		ch := catalog.Change{Operation: "ingest", Add: files, DataChange: true,
+			Checkpoints: map[string]jsonRaw{"kafka:t/0": jsonRaw(to)}}
+		if from != "" {
+			ch.CheckpointBase = map[string]jsonRaw{"kafka:t/0": jsonRaw(from)}
+		}
+		_, err = tbl.Commit(ctx, ch)
+		return err
+	}
+	if err := commitFrom("", `{"offset":10}`); err != nil {
+		t.Fatal(err)
+	}
+	if err := commitFrom(`{"offset":10}`, `{"offset":20}`); err != nil {
+		t.Fatal(err)
+	}
+	// A run that also started at 10 lost the race: it must not commit.
+	err := commitFrom(`{"offset":10}`, `{"offset":15}`)
+	if !errors.Is(err, catalog.ErrConflict) {
+		t.Fatalf("got %v, want ErrConflict", err)
+	}
+	m, _ := tbl.Latest(ctx)
+	if got := string(m.Checkpoints["kafka:t/0"]); got != `{"offset":20}` {
+		t.Fatalf("checkpoint %s, want offset 20", got)
+	}
+}
+
+func TestRollbackRestoresFiles(t *testing.T) {
+	ctx := context.Background()
+	for kind, loc := range testenv.Locations(t) {
+		t.Run(kind, func(t *testing.T) {
+			tbl, _ := newTable(t, loc)
+			day := time.Date(2024, 4, 1, 0, 0, 0, 0, time.UTC)
+			v2 := appendRows(t, tbl, eventRows(day, 0, 5))
+			appendRows(t, tbl, eventRows(day.AddDate(0, 0, 1), 5, 5))
+			want := livePaths(t, tbl, v2)
+			m, err := tbl.Rollback(ctx, v2.Version, "rb")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.RolledBackTo != v2.Version || m.Operation != "rollback" {
+				t.Fatalf("rollback manifest: %+v", m)
+			}
+			got := livePaths(t, tbl, m)
+			if len(got) != len(want) {
+				t.Fatalf("%d live files after rollback, want %d", len(got), len(want))
+			}
+			for p := range want {
+				if _, ok := got[p]; !ok {
+					t.Fatalf("file %s of version %d not live after rollback", p, v2.Version)
+				}
+			}
+		})
+	}
+}
+
+// Appends to one partition must not make commits slower and slower: pieces
+// are merged so that a partition keeps few of them.
+func TestPiecesStayFewPerPartition(t *testing.T) {
+	tbl, _ := newTable(t, t.TempDir())
+	day := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+	var m *catalog.Manifest
+	for i := range 40 {
+		m = appendRows(t, tbl, eventRows(day, i, 1))
+	}
+	if len(m.Partitions) != 1 {
+		t.Fatalf("%d partitions, want 1", len(m.Partitions))
+	}
+	if n := len(m.Partitions[0].Pieces); n > catalog.DefaultOptions().MaxPiecesPerPartition {
+		t.Fatalf("%d pieces, want at most %d", n, catalog.DefaultOptions().MaxPiecesPerPartition)
+	}
+	if got := len(livePaths(t, tbl, m)); got != 40 {
+		t.Fatalf("%d live files, want 40", got)
+	}
+}

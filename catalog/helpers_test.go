@@ -1,0 +1,5 @@
+package catalog_test
+
+import "encoding/json"
+
+type jsonRaw = json.RawMessage

@@ -1,0 +1,207 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/sluice-data/sluice/cloud"
+)
+
+// ImportResult says what an import did.
+type ImportResult struct {
+	// Manifest is the version committed; nil when there was nothing new.
+	Manifest *Manifest
+	// Created is true when the import created the table.
+	Created bool
+	// FilesFound are the Parquet files under the folder; FilesAdded those
+	// not yet in the table, FilesSkipped those already in it.
+	FilesFound, FilesAdded, FilesSkipped int
+	Rows, Bytes                          int64
+}
+
+// isDataFile reports whether key (relative to a folder being imported) is
+// a data file: a .parquet file with no folder or name that is hidden, as
+// Spark decides it (InMemoryFileIndex.shouldFilterOutPathName): starting
+// with '.', or with '_' unless it is a partition folder ("_2=x"). Spark,
+// Delta and Hadoop keep metadata, checksums and temp files there.
+func isDataFile(key string) bool {
+	if !strings.HasSuffix(key, ".parquet") {
+		return false
+	}
+	for _, seg := range strings.Split(key, "/") {
+		if strings.HasPrefix(seg, ".") || (strings.HasPrefix(seg, "_") && !strings.Contains(seg, "=")) {
+			return false
+		}
+	}
+	return true
+}
+
+// Import adopts the Parquet files under the folder from into the table, in
+// place, without rewriting them. If the table does not exist it is created
+// with the schema merged from the files and the Hive partition keys of
+// their folders. On an existing table it adds, in one commit, the files not
+// yet in it; a file the table's schema cannot read fails the whole import
+// and nothing is committed.
+func (t *Table) Import(ctx context.Context, from string, runID string) (ImportResult, error) {
+	var res ImportResult
+	src := t.store
+	fromRoot, tableRoot := strings.TrimSuffix(from, "/"), strings.TrimSuffix(t.loc, "/")
+	if fromRoot != tableRoot {
+		var err error
+		if src, err = cloud.Open(ctx, from); err != nil {
+			return res, err
+		}
+		defer src.Close()
+	}
+	// Where the files live relative to the table: under its root (a
+	// relative path) or elsewhere (an absolute location).
+	tr, fr := strings.TrimSuffix(t.store.URL(""), "/"), strings.TrimSuffix(src.URL(""), "/")
+	prefix, external := "", false
+	switch {
+	case fr == tr:
+	case strings.HasPrefix(fr, tr+"/"):
+		prefix = fr[len(tr)+1:] + "/"
+	default:
+		external = true
+	}
+
+	var infos []cloud.ObjectInfo
+	err := src.List(ctx, "", func(o cloud.ObjectInfo) error {
+		if isDataFile(o.Key) {
+			infos = append(infos, o)
+		}
+		return nil
+	})
+	if err != nil {
+		return res, fmt.Errorf("import %s: list: %w", from, err)
+	}
+	res.FilesFound = len(infos)
+	if len(infos) == 0 {
+		return res, fmt.Errorf("import %s: no Parquet files found", from)
+	}
+
+	cur, err := t.Latest(ctx)
+	if err != nil && !errors.Is(err, ErrTableNotFound) {
+		return res, err
+	}
+	live := map[string]bool{}
+	if cur != nil {
+		files, err := t.Files(ctx, cur)
+		if err != nil {
+			return res, err
+		}
+		for _, f := range files {
+			live[f.Path] = true
+		}
+	}
+
+	// Partition keys must be the same on every file.
+	type cand struct {
+		info   cloud.ObjectInfo
+		tpath  string
+		dir    string
+		vals   map[string]*string
+		schema Schema
+		stats  FileStats
+	}
+	var cands []*cand
+	var keys []string
+	for i, o := range infos {
+		dir := path.Dir(o.Key)
+		if dir == "." {
+			dir = ""
+		}
+		ks, vals, err := parseHivePath(dir)
+		if err != nil {
+			return res, fmt.Errorf("import %s: %s: %w", from, src.URL(o.Key), err)
+		}
+		if i == 0 {
+			keys = ks
+		} else if !slices.Equal(ks, keys) {
+			return res, fmt.Errorf("import %s: %s: partition keys %v differ from %v of %s", from, src.URL(o.Key), ks, keys, src.URL(infos[0].Key))
+		}
+		tpath := prefix + o.Key
+		if external {
+			tpath = src.URL(o.Key)
+		}
+		if live[tpath] {
+			res.FilesSkipped++
+			continue
+		}
+		cands = append(cands, &cand{info: o, tpath: tpath, dir: prefix + dir, vals: vals})
+	}
+	if cur != nil {
+		var names []string
+		for _, f := range cur.Spec.Fields {
+			names = append(names, f.Name)
+		}
+		if !slices.Equal(names, keys) && !(len(names) == 0 && len(keys) == 0) {
+			return res, fmt.Errorf("import %s: the files are partitioned by %v, the table by %v", from, keys, names)
+		}
+	}
+	if len(cands) == 0 {
+		return res, nil
+	}
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(t.opts.ReadConcurrency)
+	for _, c := range cands {
+		g.Go(func() error {
+			sc, st, err := InspectParquet(gctx, src, c.info.Key, c.info.Size)
+			if err != nil {
+				return fmt.Errorf("import %s: %w", from, err)
+			}
+			c.schema, c.stats = sc, st
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return res, err
+	}
+
+	var schema Schema
+	var spec PartitionSpec
+	if cur != nil {
+		schema, spec = cur.Schema, cur.Spec
+	} else {
+		schema = cands[0].schema
+		for _, c := range cands[1:] {
+			if schema, err = MergeSchemas(schema, c.schema); err != nil {
+				return res, fmt.Errorf("import %s: %s: %w", from, src.URL(c.info.Key), err)
+			}
+		}
+		for _, k := range keys {
+			if _, clash := schema.Column(k); clash {
+				return res, fmt.Errorf("import %s: partition key %q is also a column inside the files", from, k)
+			}
+			spec.Fields = append(spec.Fields, PartitionField{Name: k, Transform: "identity", Type: Type{Kind: KindString}})
+		}
+	}
+	add := make([]DataFile, 0, len(cands))
+	for _, c := range cands {
+		if err := CheckCompatible(schema, c.schema, src.URL(c.info.Key)); err != nil {
+			return res, fmt.Errorf("import %s: %w", from, err)
+		}
+		add = append(add, DataFile{Path: c.tpath, Partition: c.dir, PartitionValues: c.vals,
+			Bytes: c.info.Size, FileStats: c.stats})
+		res.Rows += c.stats.Rows
+		res.Bytes += c.info.Size
+	}
+	ch := Change{Operation: "import", RunID: runID, Add: add, DataChange: true}
+	if cur == nil {
+		ch.Create, ch.Schema, ch.Spec = true, &schema, &spec
+		res.Created = true
+	}
+	m, err := t.Commit(ctx, ch)
+	if err != nil {
+		return res, err
+	}
+	res.Manifest, res.FilesAdded = m, len(add)
+	return res, nil
+}

@@ -1,0 +1,123 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sluice-data/sluice/cloud"
+)
+
+// MinRetention is the shortest retention Vacuum accepts without Force: a
+// shorter one may delete files that a running writer has written but not
+// yet committed, or that a slow reader of an older version still reads.
+const MinRetention = 24 * time.Hour
+
+// ErrRetentionTooShort: a vacuum retention under MinRetention without Force.
+var ErrRetentionTooShort = errors.New("retention shorter than 24h")
+
+// VacuumOptions say what Vacuum may delete.
+type VacuumOptions struct {
+	// Retain keeps every version committed within this age of now (and
+	// always the latest), and every file younger than it. Default 168h.
+	Retain time.Duration
+	// Force allows a Retain under MinRetention.
+	Force bool
+	// DryRun lists what would be deleted and deletes nothing.
+	DryRun bool
+	// Now is the clock; zero: time.Now().
+	Now time.Time
+}
+
+// VacuumResult lists what Vacuum deleted (or would delete, on a dry run).
+type VacuumResult struct {
+	// Deleted are the locations of the deleted objects.
+	Deleted []string
+	Bytes   int64
+	// RetainedVersions is how many versions' files were kept.
+	RetainedVersions int
+}
+
+// Vacuum deletes data files that no retained version references and that
+// are older than the retention, and pieces that no version at all
+// references (the leftovers of commits that lost a race or crashed). It
+// never deletes manifests, and never a file outside the table root or
+// under a folder whose name starts with '_' or '.' (other engines' logs).
+func (t *Table) Vacuum(ctx context.Context, o VacuumOptions) (VacuumResult, error) {
+	var res VacuumResult
+	if o.Retain == 0 {
+		o.Retain = 168 * time.Hour
+	}
+	if o.Retain < MinRetention && !o.Force {
+		return res, fmt.Errorf("vacuum %s: --retain %s: %w (pass --force if no writer or reader can still be using older files)", t.loc, o.Retain, ErrRetentionTooShort)
+	}
+	if o.Now.IsZero() {
+		o.Now = time.Now()
+	}
+	cutoff := o.Now.Add(-o.Retain)
+	hist, err := t.History(ctx)
+	if err != nil {
+		return res, err
+	}
+	allPieces := map[string]bool{}
+	keepPieces := map[string]bool{}
+	for i, m := range hist {
+		retained := i == len(hist)-1 || !m.CommittedAt.Before(cutoff)
+		if retained {
+			res.RetainedVersions++
+		}
+		for _, p := range m.Partitions {
+			for _, pr := range p.Pieces {
+				allPieces[pr.Key] = true
+				if retained {
+					keepPieces[pr.Key] = true
+				}
+			}
+		}
+	}
+	live := map[string]bool{}
+	for key := range keepPieces {
+		pc, err := t.piece(ctx, key)
+		if err != nil {
+			return res, fmt.Errorf("vacuum %s: %w", t.loc, err)
+		}
+		for _, f := range pc.Files {
+			live[f.Path] = true
+		}
+	}
+	var doomed []cloud.ObjectInfo
+	err = t.store.List(ctx, "", func(obj cloud.ObjectInfo) error {
+		if !obj.ModTime.Before(cutoff) {
+			return nil
+		}
+		switch {
+		case strings.HasPrefix(obj.Key, piecesDir):
+			if !allPieces[obj.Key] {
+				doomed = append(doomed, obj)
+			}
+		case isDataFile(obj.Key):
+			if !live[obj.Key] {
+				doomed = append(doomed, obj)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return res, fmt.Errorf("vacuum %s: list: %w", t.loc, err)
+	}
+	for _, obj := range doomed {
+		if !o.DryRun {
+			if err := ctx.Err(); err != nil {
+				return res, err
+			}
+			if err := t.store.Delete(ctx, obj.Key); err != nil {
+				return res, fmt.Errorf("vacuum %s: %w", t.loc, err)
+			}
+		}
+		res.Deleted = append(res.Deleted, t.store.URL(obj.Key))
+		res.Bytes += obj.Size
+	}
+	return res, nil
+}
