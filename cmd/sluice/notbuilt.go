@@ -1,0 +1,37 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
+
+// notBuiltCmd is a contract command whose capability has not landed yet:
+// it is listed in --help and fails with a message saying so, never
+// pretending to work.
+type notBuiltCmd struct {
+	use, short string
+}
+
+var notBuilt = []notBuiltCmd{
+	{"ingest TABLE --from SOURCE", "Ingest Kafka records or landing files into a table, exactly once (not built yet)"},
+	{"compact TABLE", "Bin-pack small Parquet files into large ones (not built yet)"},
+	{"rollup OUT --source TABLE --snapshot LOC ...", "Maintain a rolling daily aggregate table (not built yet)"},
+	{"publish TABLE --to postgres://... --as NAME", "Load a table into PostgreSQL/Redshift with a _new/_old swap (not built yet)"},
+	{"serve --config pipeline.yaml", "Run the scheduler daemon (not built yet)"},
+	{"run --config pipeline.yaml JOB", "Run one interval of a job (not built yet)"},
+	{"backfill --config pipeline.yaml JOB --from DATE --to DATE", "Rerun a job over past intervals (not built yet)"},
+	{"validate --config pipeline.yaml", "Check a pipeline file (not built yet)"},
+	{"runs --config pipeline.yaml", "Show run history (not built yet)"},
+}
+
+func (n notBuiltCmd) command() *cobra.Command {
+	return &cobra.Command{
+		Use:                n.use,
+		Short:              n.short,
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return fmt.Errorf("%s: not built yet in this version of sluice", cmd.Name())
+		},
+	}
+}

@@ -1,0 +1,336 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/dustin/go-humanize"
+	"github.com/spf13/cobra"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/sluice-data/sluice/catalog"
+)
+
+func (a *app) openTable(cmd *cobra.Command, loc string) (*catalog.Table, error) {
+	return catalog.Open(cmd.Context(), loc, catalog.Options{Logger: a.logger})
+}
+
+func (a *app) initCommand() *cobra.Command {
+	var schemaArg, partitionBy, targetSize string
+	cmd := &cobra.Command{
+		Use:   "init TABLE --schema S [--partition-by day(col)] [--target-file-size 256MiB]",
+		Short: "Create an empty table",
+		Long: `Create an empty table at TABLE (a path, file://, s3:// or az:// location).
+
+--schema is 'name:type,name:type?,...' or @file.yaml. Types: string, uuid,
+int32, int64, float64, bool, date, timestamp (UTC, microseconds),
+decimal(p,s), binary. A trailing ? makes a column nullable.
+--partition-by day(col) writes files under date=YYYY-MM-DD/ by the UTC day
+of a date or timestamp column.`,
+		Example: `  sluice init ./lake/events --schema 'event_id:uuid,list_id:int64,tally:int32,event_time:timestamp' --partition-by 'day(event_time)'`,
+		Args:    exactArgs(1, "TABLE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if schemaArg == "" {
+				return usageError{cmd: "init", err: fmt.Errorf("init: --schema is required")}
+			}
+			schema, err := loadSchema(schemaArg)
+			if err != nil {
+				return usageError{cmd: "init", err: err}
+			}
+			spec, err := catalog.ParsePartitionSpec(partitionBy, schema)
+			if err != nil {
+				return usageError{cmd: "init", err: err}
+			}
+			props := map[string]string{}
+			if targetSize != "" {
+				n, err := humanize.ParseBytes(targetSize)
+				if err != nil || n == 0 {
+					return usageError{cmd: "init", err: fmt.Errorf("--target-file-size %q: want a size such as 256MiB", targetSize)}
+				}
+				props["target_file_size"] = strconv.FormatUint(n, 10)
+			}
+			t, err := a.openTable(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			defer t.Close()
+			m, err := t.Create(cmd.Context(), schema, spec, props, a.runID)
+			if err != nil {
+				return fmt.Errorf("init %s: %w", args[0], err)
+			}
+			a.note("created %s at version %d", args[0], m.Version)
+			return a.summary(map[string]any{"command": "init", "table": args[0], "version": m.Version,
+				"schema": schema.String(), "partition_by": spec.String()})
+		},
+	}
+	cmd.Flags().StringVar(&schemaArg, "schema", "", "columns: 'name:type,name:type?,...' or @file.yaml")
+	cmd.Flags().StringVar(&partitionBy, "partition-by", "", "partition by the UTC day of a column: day(col)")
+	cmd.Flags().StringVar(&targetSize, "target-file-size", "", "target size of data files written to the table (default 256MiB)")
+	return cmd
+}
+
+// loadSchema reads --schema: a schema string, or @file.yaml holding either
+// a schema string or a list of {name, type, nullable}.
+func loadSchema(arg string) (catalog.Schema, error) {
+	file, ok := strings.CutPrefix(arg, "@")
+	if !ok {
+		return catalog.ParseSchema(arg)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return catalog.Schema{}, fmt.Errorf("--schema %s: %w", arg, err)
+	}
+	var node yaml.Node
+	if err := yaml.Unmarshal(b, &node); err != nil {
+		return catalog.Schema{}, fmt.Errorf("--schema %s: %w", arg, err)
+	}
+	var s string
+	if node.Decode(&s) == nil {
+		return catalog.ParseSchema(s)
+	}
+	var cols []struct {
+		Name     string `yaml:"name"`
+		Type     string `yaml:"type"`
+		Nullable bool   `yaml:"nullable"`
+	}
+	if err := node.Decode(&cols); err != nil {
+		return catalog.Schema{}, fmt.Errorf("--schema %s: want a schema string or a list of {name, type, nullable}: %w", arg, err)
+	}
+	parts := make([]string, len(cols))
+	for i, c := range cols {
+		parts[i] = c.Name + ":" + c.Type
+		if c.Nullable {
+			parts[i] += "?"
+		}
+	}
+	return catalog.ParseSchema(strings.Join(parts, ","))
+}
+
+func (a *app) importCommand() *cobra.Command {
+	var from string
+	cmd := &cobra.Command{
+		Use:   "import TABLE --from DIR",
+		Short: "Adopt existing Parquet files (Hive layout) into a table, in place",
+		Long: `Adopt the Parquet files under DIR into TABLE without rewriting them.
+
+If TABLE does not exist it is created: the schema is merged from the files'
+footers and the partition keys are read from Hive folders (key=value/).
+TABLE may be DIR itself. On an existing table, the files not yet in it are
+added in one commit, all or nothing: a file the table cannot read fails the
+import and nothing is committed. Folders and files starting with _ or . are
+skipped, as Spark and Delta use them for metadata.`,
+		Example: `  sluice import ./lake/events --from ./lake/events`,
+		Args:    exactArgs(1, "TABLE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if from == "" {
+				return usageError{cmd: "import", err: fmt.Errorf("import: --from is required")}
+			}
+			t, err := a.openTable(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			defer t.Close()
+			res, err := t.Import(cmd.Context(), from, a.runID)
+			if err != nil {
+				return err
+			}
+			out := map[string]any{"command": "import", "table": args[0], "created": res.Created,
+				"files_in": res.FilesFound, "files_added": res.FilesAdded, "files_skipped": res.FilesSkipped,
+				"rows_in": res.Rows, "rows_written": 0, "bytes_in": res.Bytes}
+			if res.Manifest != nil {
+				out["version"] = res.Manifest.Version
+				a.note("imported %d files (%d rows) into %s at version %d", res.FilesAdded, res.Rows, args[0], res.Manifest.Version)
+			} else {
+				a.note("nothing new to import: all %d files are already in %s", res.FilesFound, args[0])
+			}
+			return a.summary(out)
+		},
+	}
+	cmd.Flags().StringVar(&from, "from", "", "folder of Parquet files to adopt (path, file://, s3://, az://)")
+	return cmd
+}
+
+func (a *app) filesCommand() *cobra.Command {
+	var version int64
+	cmd := &cobra.Command{
+		Use:   "files TABLE [--version N]",
+		Short: "List the live data files, one a line",
+		Long: `List the live data files of TABLE (or of version N), one a line: an absolute
+path on local disk, a full URL elsewhere. Only these files are the table:
+a folder may also hold files not yet committed or already replaced.`,
+		Args: exactArgs(1, "TABLE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			t, err := a.openTable(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			defer t.Close()
+			ctx := cmd.Context()
+			var m *catalog.Manifest
+			if version > 0 {
+				m, err = t.Manifest(ctx, version)
+			} else {
+				m, err = t.Latest(ctx)
+			}
+			if err != nil {
+				return err
+			}
+			files, err := t.Files(ctx, m)
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				urls := make([]string, len(files))
+				for i, f := range files {
+					urls[i] = t.FileURL(f)
+				}
+				_, nrows, nbytes := m.Totals()
+				return a.summary(map[string]any{"command": "files", "table": args[0], "version": m.Version,
+					"files": urls, "rows": nrows, "bytes": nbytes})
+			}
+			w := bufferedStdout(a)
+			for _, f := range files {
+				fmt.Fprintln(w, t.FileURL(f))
+			}
+			return w.Flush()
+		},
+	}
+	cmd.Flags().Int64Var(&version, "version", 0, "list the files of this version instead of the latest")
+	return cmd
+}
+
+func (a *app) historyCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "history TABLE",
+		Short: "Show the table's versions: number, time, operation, run, files and rows added/removed",
+		Args:  exactArgs(1, "TABLE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			t, err := a.openTable(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			defer t.Close()
+			hist, err := t.History(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				vs := make([]map[string]any, len(hist))
+				for i, m := range hist {
+					files, rows, bytes := m.Totals()
+					v := map[string]any{"version": m.Version, "committed_at": m.CommittedAt.Format(time.RFC3339Nano),
+						"operation": m.Operation, "run": m.RunID,
+						"files_added": m.Summary.FilesAdded, "files_removed": m.Summary.FilesRemoved,
+						"rows_added": m.Summary.RowsAdded, "rows_removed": m.Summary.RowsRemoved,
+						"data_change": m.Summary.DataChange, "files": files, "rows": rows, "bytes": bytes}
+					if m.RolledBackTo > 0 {
+						v["rolled_back_to"] = m.RolledBackTo
+					}
+					vs[i] = v
+				}
+				return a.summary(map[string]any{"command": "history", "table": args[0], "versions": vs})
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "VERSION\tTIME\tOPERATION\tRUN\tFILES +/-\tROWS +/-\tFILES\tROWS")
+			for _, m := range hist {
+				op := m.Operation
+				if m.RolledBackTo > 0 {
+					op += fmt.Sprintf(" to %d", m.RolledBackTo)
+				}
+				files, rows, _ := m.Totals()
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t+%d/-%d\t+%d/-%d\t%d\t%d\n", m.Version,
+					m.CommittedAt.UTC().Format("2006-01-02 15:04:05Z"), op, m.RunID,
+					m.Summary.FilesAdded, m.Summary.FilesRemoved, m.Summary.RowsAdded, m.Summary.RowsRemoved, files, rows)
+			}
+			return tw.Flush()
+		},
+	}
+	return cmd
+}
+
+func (a *app) rollbackCommand() *cobra.Command {
+	var to int64
+	cmd := &cobra.Command{
+		Use:   "rollback TABLE --to N",
+		Short: "Commit a new version whose content is version N's",
+		Long: `Commit a new version whose content (schema, files, source checkpoints) is
+version N's. History is kept: the rollback is itself a version, and can be
+rolled back. Fails, committing nothing, if a file of version N was vacuumed.`,
+		Args: exactArgs(1, "TABLE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if to <= 0 {
+				return usageError{cmd: "rollback", err: fmt.Errorf("rollback: --to N is required (a version number >= 1)")}
+			}
+			t, err := a.openTable(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			defer t.Close()
+			m, err := t.Rollback(cmd.Context(), to, a.runID)
+			if err != nil {
+				return err
+			}
+			files, rows, bytes := m.Totals()
+			a.note("rolled %s back to version %d as version %d", args[0], to, m.Version)
+			return a.summary(map[string]any{"command": "rollback", "table": args[0], "version": m.Version,
+				"rolled_back_to": to, "files": files, "rows": rows, "bytes": bytes})
+		},
+	}
+	cmd.Flags().Int64Var(&to, "to", 0, "the version whose content to restore")
+	return cmd
+}
+
+func (a *app) vacuumCommand() *cobra.Command {
+	var retain time.Duration
+	var dryRun, force bool
+	cmd := &cobra.Command{
+		Use:   "vacuum TABLE [--retain 168h] [--dry-run]",
+		Short: "Delete data files no retained version references",
+		Long: `Delete data files that no version committed within --retain (nor the latest)
+references and that are older than --retain, and leftovers of commits that
+crashed or lost a race. Manifests are kept. Versions older than --retain can
+no longer be rolled back to once their files are gone. A retention under
+24h is refused without --force: a writer may still be about to commit the
+files it wrote. --dry-run lists what would be deleted.`,
+		Args: exactArgs(1, "TABLE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			t, err := a.openTable(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			defer t.Close()
+			res, err := t.Vacuum(cmd.Context(), catalog.VacuumOptions{Retain: retain, Force: force, DryRun: dryRun})
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.summary(map[string]any{"command": "vacuum", "table": args[0], "dry_run": dryRun,
+					"files_deleted": len(res.Deleted), "bytes_deleted": res.Bytes, "deleted": res.Deleted,
+					"retained_versions": res.RetainedVersions})
+			}
+			if dryRun {
+				w := bufferedStdout(a)
+				for _, d := range res.Deleted {
+					fmt.Fprintln(w, d)
+				}
+				if err := w.Flush(); err != nil {
+					return err
+				}
+			}
+			verb := "deleted"
+			if dryRun {
+				verb = "would delete"
+			}
+			a.note("%s %d files (%s)", verb, len(res.Deleted), humanize.IBytes(uint64(res.Bytes)))
+			return nil
+		},
+	}
+	cmd.Flags().DurationVar(&retain, "retain", 168*time.Hour, "keep versions committed and files written within this age")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "list what would be deleted, delete nothing")
+	cmd.Flags().BoolVar(&force, "force", false, "allow a retention under 24h")
+	return cmd
+}
