@@ -248,14 +248,16 @@ func (s *staged) build(ctx context.Context, base *Manifest) (*Manifest, error) {
 		next.Spec = base.Spec
 		next.Properties = maps.Clone(base.Properties)
 		next.Checkpoints = maps.Clone(base.Checkpoints)
-		next.Partitions = slices.Clone(base.Partitions)
+		next.Pages = slices.Clone(base.Pages)
+		next.Files, next.Rows, next.Bytes = base.Totals()
 	}
 	if c.RestoreFrom != nil {
 		r := c.RestoreFrom
 		next.Schema, next.Spec = r.Schema, r.Spec
 		next.Properties = maps.Clone(r.Properties)
 		next.Checkpoints = maps.Clone(r.Checkpoints)
-		next.Partitions = slices.Clone(r.Partitions)
+		next.Pages = slices.Clone(r.Pages)
+		next.Files, next.Rows, next.Bytes = r.Totals()
 		next.RolledBackTo = r.Version
 		next.Summary = diffSummary(base, next)
 		return next, nil
@@ -284,30 +286,69 @@ func (s *staged) build(ctx context.Context, base *Manifest) (*Manifest, error) {
 		touched[p] = true
 	}
 	parts := slices.Sorted(maps.Keys(touched))
+	// Group the touched partitions by the page that holds them, and
+	// rewrite those pages from the last to the first, so that splicing
+	// one page's replacements in does not move the others.
+	byPage := map[int][]string{}
 	for _, p := range parts {
-		i, ok := next.partitionIndex(p)
-		var baseRef *PartitionRef
-		if ok {
-			baseRef = &next.Partitions[i]
-		}
-		id := refID(baseRef)
-		b, cached := s.built[p]
-		if !cached || b.baseID != id {
-			ref, err := s.buildPartition(ctx, p, baseRef)
+		i := next.pageFor(p)
+		byPage[i] = append(byPage[i], p)
+	}
+	pageIdx := slices.Sorted(maps.Keys(byPage))
+	slices.Reverse(pageIdx)
+	for _, i := range pageIdx {
+		var refs []PartitionRef
+		if i >= 0 {
+			pg, err := s.t.page(ctx, next.Pages[i].Key)
 			if err != nil {
 				return nil, err
 			}
-			b = builtRef{baseID: id, ref: ref}
-			s.built[p] = b
+			refs = slices.Clone(pg.Partitions)
 		}
-		switch {
-		case b.ref == nil && ok:
-			next.Partitions = slices.Delete(next.Partitions, i, i+1)
-		case b.ref != nil && ok:
-			next.Partitions[i] = *b.ref
-		case b.ref != nil:
-			next.Partitions = slices.Insert(next.Partitions, i, *b.ref)
+		for _, p := range byPage[i] {
+			j, ok := refIndex(refs, p)
+			var baseRef *PartitionRef
+			if ok {
+				baseRef = &refs[j]
+			}
+			id := refID(baseRef)
+			b, cached := s.built[p]
+			if !cached || b.baseID != id {
+				ref, err := s.buildPartition(ctx, p, baseRef)
+				if err != nil {
+					return nil, err
+				}
+				b = builtRef{baseID: id, ref: ref}
+				s.built[p] = b
+			}
+			switch {
+			case b.ref == nil && ok:
+				refs = slices.Delete(refs, j, j+1)
+			case b.ref != nil && ok:
+				refs[j] = *b.ref
+			case b.ref != nil:
+				refs = slices.Insert(refs, j, *b.ref)
+			}
 		}
+		newPages, err := s.writePages(ctx, refs)
+		if err != nil {
+			return nil, err
+		}
+		if i < 0 {
+			next.Pages = newPages
+		} else {
+			next.Pages = slices.Replace(next.Pages, i, i+1, newPages...)
+		}
+	}
+	for _, f := range c.Add {
+		next.Files++
+		next.Rows += f.Rows
+		next.Bytes += f.Bytes
+	}
+	for _, f := range c.Remove {
+		next.Files--
+		next.Rows -= f.Rows
+		next.Bytes -= f.Bytes
 	}
 	for _, f := range c.Add {
 		sum.FilesAdded++
@@ -434,6 +475,34 @@ func (s *staged) buildPartition(ctx context.Context, p string, baseRef *Partitio
 	return &ref, nil
 }
 
+// writePages writes refs (sorted) as one page, or as several of half the
+// maximum size when they are too many for one, and returns their refs;
+// none when refs is empty.
+func (s *staged) writePages(ctx context.Context, refs []PartitionRef) ([]PageRef, error) {
+	if len(refs) == 0 {
+		return nil, nil
+	}
+	max := s.t.opts.MaxPartitionsPerPage
+	n := 1
+	if len(refs) > max {
+		n = (len(refs) + max/2 - 1) / (max / 2)
+	}
+	out := make([]PageRef, 0, n)
+	for k := range n {
+		chunk := refs[k*len(refs)/n : (k+1)*len(refs)/n]
+		key := pagesDir + uuid.NewString() + ".json"
+		pg := &Page{Partitions: chunk}
+		if err := s.t.writeJSON(ctx, key, pg, true); err != nil {
+			return nil, fmt.Errorf("write page: %w", err)
+		}
+		s.t.pieceMu.Lock()
+		s.t.pageCache[key] = pg
+		s.t.pieceMu.Unlock()
+		out = append(out, PageRef{Key: key, First: chunk[0].Partition, Last: chunk[len(chunk)-1].Partition, Partitions: len(chunk)})
+	}
+	return out, nil
+}
+
 func pieceLen(files []DataFile, ref PieceRef) int64 {
 	if files != nil {
 		return int64(len(files))
@@ -456,11 +525,14 @@ func (s *staged) check(ctx context.Context, first, winner *Manifest) error {
 		}
 	}
 	for p, rm := range s.removes {
-		i, ok := winner.partitionIndex(p)
-		if !ok {
+		ref, err := s.t.partitionRef(ctx, winner, p)
+		if err != nil {
+			return err
+		}
+		if ref == nil {
 			return fmt.Errorf("partition %q was emptied by version %d: %w", p, winner.Version, ErrConflict)
 		}
-		files, err := s.t.PartitionFiles(ctx, winner.Partitions[i])
+		files, err := s.t.PartitionFiles(ctx, *ref)
 		if err != nil {
 			return err
 		}

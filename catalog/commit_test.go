@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -325,13 +326,84 @@ func TestPiecesStayFewPerPartition(t *testing.T) {
 	for i := range 40 {
 		m = appendRows(t, tbl, eventRows(day, i, 1))
 	}
-	if len(m.Partitions) != 1 {
-		t.Fatalf("%d partitions, want 1", len(m.Partitions))
+	refs, err := tbl.Partitions(context.Background(), m)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if n := len(m.Partitions[0].Pieces); n > catalog.DefaultOptions().MaxPiecesPerPartition {
+	if len(refs) != 1 {
+		t.Fatalf("%d partitions, want 1", len(refs))
+	}
+	if n := len(refs[0].Pieces); n > catalog.DefaultOptions().MaxPiecesPerPartition {
 		t.Fatalf("%d pieces, want at most %d", n, catalog.DefaultOptions().MaxPiecesPerPartition)
 	}
 	if got := len(livePaths(t, tbl, m)); got != 40 {
 		t.Fatalf("%d live files, want 40", got)
+	}
+}
+
+// Random appends and rewrites over many partitions, with tiny pages and
+// pieces so that splits and merges happen all the time: the live files
+// always equal a plain model's, and the totals add up.
+func TestRandomChangesMatchModel(t *testing.T) {
+	ctx := context.Background()
+	tbl, err := catalog.Open(ctx, t.TempDir(), catalog.Options{MaxPartitionsPerPage: 4, MaxPiecesPerPartition: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tbl.Close()
+	if _, err := tbl.Create(ctx, eventSchema, daySpec(t), nil, "test"); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(7, 7))
+	model := map[string]catalog.DataFile{}
+	day0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	for step := range 150 {
+		var ch catalog.Change
+		ch.Operation = "append"
+		for range 1 + rng.IntN(4) {
+			f := syntheticFile(day0.AddDate(0, 0, rng.IntN(40)))
+			ch.Add = append(ch.Add, f)
+		}
+		if step%3 == 2 && len(model) > 0 {
+			ch.Operation = "compact"
+			for _, f := range model {
+				if rng.IntN(4) == 0 {
+					ch.Remove = append(ch.Remove, f)
+				}
+			}
+		}
+		m, err := tbl.Commit(ctx, ch)
+		if err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+		for _, f := range ch.Remove {
+			delete(model, f.Path)
+		}
+		for _, f := range ch.Add {
+			model[f.Path] = f
+		}
+		live := livePaths(t, tbl, m)
+		if len(live) != len(model) {
+			t.Fatalf("step %d: %d live files, model has %d", step, len(live), len(model))
+		}
+		var rows int64
+		for p, f := range model {
+			if _, ok := live[p]; !ok {
+				t.Fatalf("step %d: %s missing", step, p)
+			}
+			rows += f.Rows
+		}
+		if files, r, _ := m.Totals(); files != int64(len(model)) || r != rows {
+			t.Fatalf("step %d: totals %d files %d rows, want %d, %d", step, files, r, len(model), rows)
+		}
+	}
+	m, _ := tbl.Latest(ctx)
+	if len(m.Pages) < 5 {
+		t.Fatalf("%d pages for 40 partitions at 4 a page: pages are not split", len(m.Pages))
+	}
+	for i := 1; i < len(m.Pages); i++ {
+		if m.Pages[i-1].Last >= m.Pages[i].First {
+			t.Fatalf("pages overlap or are out of order: %+v", m.Pages)
+		}
 	}
 }

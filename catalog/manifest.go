@@ -16,6 +16,7 @@ const (
 	metaDir     = "_sluice/"
 	versionsDir = metaDir + "versions/"
 	piecesDir   = metaDir + "pieces/"
+	pagesDir    = metaDir + "pages/"
 	latestKey   = metaDir + "latest"
 )
 
@@ -130,6 +131,23 @@ type Piece struct {
 	Files     []DataFile `json:"files"`
 }
 
+// PageRef is a manifest's entry for one page: a run of consecutive
+// partitions, First to Last in sort order.
+type PageRef struct {
+	Key        string `json:"key"`
+	First      string `json:"first"`
+	Last       string `json:"last"`
+	Partitions int    `json:"partitions"`
+}
+
+// Page is the content of one page object: the refs of some consecutive
+// partitions, sorted. Pages keep the manifest small however many
+// partitions a table has: a commit rewrites only the pages of the
+// partitions it touches.
+type Page struct {
+	Partitions []PartitionRef `json:"partitions"`
+}
+
 // Summary says what one commit changed, for history and for incremental
 // readers.
 type Summary struct {
@@ -166,25 +184,39 @@ type Manifest struct {
 	// produced (Kafka offsets, landing files taken, rollup watermarks),
 	// keyed by source id; their content belongs to the writer.
 	Checkpoints map[string]json.RawMessage `json:"checkpoints,omitempty"`
-	Partitions  []PartitionRef             `json:"partitions"`
-	Summary     Summary                    `json:"summary"`
+	// Pages list the table's partitions in sorted runs.
+	Pages []PageRef `json:"pages"`
+	// Files, Rows and Bytes are the live totals at this version.
+	Files   int64   `json:"files"`
+	Rows    int64   `json:"rows"`
+	Bytes   int64   `json:"bytes"`
+	Summary Summary `json:"summary"`
 }
 
 // Totals returns the table's live files, rows and bytes at this version.
 func (m *Manifest) Totals() (files, rows, bytes int64) {
-	for _, p := range m.Partitions {
-		files += p.Files
-		rows += p.Rows
-		bytes += p.Bytes
-	}
-	return
+	return m.Files, m.Rows, m.Bytes
 }
 
-// partitionIndex returns the index of partition p in m.Partitions (kept
-// sorted) and whether it is present.
-func (m *Manifest) partitionIndex(p string) (int, bool) {
-	i := sort.Search(len(m.Partitions), func(i int) bool { return m.Partitions[i].Partition >= p })
-	return i, i < len(m.Partitions) && m.Partitions[i].Partition == p
+// pageFor returns the index of the page that holds, or would hold,
+// partition p: the last page whose First is <= p, else the first page; -1
+// if there are no pages.
+func (m *Manifest) pageFor(p string) int {
+	if len(m.Pages) == 0 {
+		return -1
+	}
+	i := sort.Search(len(m.Pages), func(i int) bool { return m.Pages[i].First > p })
+	if i == 0 {
+		return 0
+	}
+	return i - 1
+}
+
+// refIndex returns the index of partition p in refs (sorted) and whether
+// it is present.
+func refIndex(refs []PartitionRef, p string) (int, bool) {
+	i := sort.Search(len(refs), func(i int) bool { return refs[i].Partition >= p })
+	return i, i < len(refs) && refs[i].Partition == p
 }
 
 func decodeManifest(key string, b []byte) (*Manifest, error) {

@@ -25,13 +25,16 @@ type Options struct {
 	// MaxPiecesPerPartition: when a partition is listed by more pieces than
 	// this, a commit touching it merges the smallest adjacent ones. Zero: 8.
 	MaxPiecesPerPartition int
+	// MaxPartitionsPerPage: a page listing more partitions than this is
+	// split in pages of half as many. Zero: 256.
+	MaxPartitionsPerPage int
 	// Logger receives one line per commit; nil: no logging.
 	Logger *slog.Logger
 }
 
 // DefaultOptions returns the defaults spelled out.
 func DefaultOptions() Options {
-	return Options{ReadConcurrency: 16, MaxPiecesPerPartition: 8}
+	return Options{ReadConcurrency: 16, MaxPiecesPerPartition: 8, MaxPartitionsPerPage: 256}
 }
 
 func (o Options) withDefaults() Options {
@@ -41,6 +44,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxPiecesPerPartition <= 1 {
 		o.MaxPiecesPerPartition = d.MaxPiecesPerPartition
+	}
+	if o.MaxPartitionsPerPage <= 1 {
+		o.MaxPartitionsPerPage = d.MaxPartitionsPerPage
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -58,6 +64,7 @@ type Table struct {
 	// cached one is never stale.
 	pieceMu    sync.Mutex
 	pieceCache map[string]*Piece
+	pageCache  map[string]*Page
 }
 
 // Open returns a handle on the table at location (which may not exist yet:
@@ -72,7 +79,7 @@ func Open(ctx context.Context, location string, opts Options) (*Table, error) {
 
 // NewTable returns a handle on the table rooted at store's root.
 func NewTable(location string, store cloud.Store, opts Options) *Table {
-	return &Table{loc: location, store: store, opts: opts.withDefaults(), pieceCache: map[string]*Piece{}}
+	return &Table{loc: location, store: store, opts: opts.withDefaults(), pieceCache: map[string]*Piece{}, pageCache: map[string]*Page{}}
 }
 
 // Location returns the location the table was opened with.
@@ -242,6 +249,71 @@ func (t *Table) piece(ctx context.Context, key string) (*Piece, error) {
 	return p, nil
 }
 
+// page reads one page, through the cache.
+func (t *Table) page(ctx context.Context, key string) (*Page, error) {
+	t.pieceMu.Lock()
+	p, ok := t.pageCache[key]
+	t.pieceMu.Unlock()
+	if ok {
+		return p, nil
+	}
+	b, err := t.readAll(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("read page: %w", err)
+	}
+	p = new(Page)
+	if err := json.Unmarshal(b, p); err != nil {
+		return nil, fmt.Errorf("%s: corrupt page: %w", t.store.URL(key), err)
+	}
+	t.pieceMu.Lock()
+	if len(t.pageCache) > 4096 {
+		clear(t.pageCache)
+	}
+	t.pageCache[key] = p
+	t.pieceMu.Unlock()
+	return p, nil
+}
+
+// Partitions returns the refs of every partition of manifest m, sorted.
+func (t *Table) Partitions(ctx context.Context, m *Manifest) ([]PartitionRef, error) {
+	pages := make([]*Page, len(m.Pages))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(t.opts.ReadConcurrency)
+	for i, pr := range m.Pages {
+		g.Go(func() error {
+			pg, err := t.page(gctx, pr.Key)
+			pages[i] = pg
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	var refs []PartitionRef
+	for _, pg := range pages {
+		refs = append(refs, pg.Partitions...)
+	}
+	return refs, nil
+}
+
+// partitionRef returns the ref of partition p in m, nil if m has no such
+// partition.
+func (t *Table) partitionRef(ctx context.Context, m *Manifest, p string) (*PartitionRef, error) {
+	i := m.pageFor(p)
+	if i < 0 {
+		return nil, nil
+	}
+	pg, err := t.page(ctx, m.Pages[i].Key)
+	if err != nil {
+		return nil, err
+	}
+	j, ok := refIndex(pg.Partitions, p)
+	if !ok {
+		return nil, nil
+	}
+	return &pg.Partitions[j], nil
+}
+
 // PartitionFiles returns the live files of one partition reference.
 func (t *Table) PartitionFiles(ctx context.Context, ref PartitionRef) ([]DataFile, error) {
 	var files []DataFile
@@ -257,10 +329,14 @@ func (t *Table) PartitionFiles(ctx context.Context, ref PartitionRef) ([]DataFil
 
 // Files returns the live data files of manifest m, sorted by path.
 func (t *Table) Files(ctx context.Context, m *Manifest) ([]DataFile, error) {
-	parts := make([][]DataFile, len(m.Partitions))
+	refs, err := t.Partitions(ctx, m)
+	if err != nil {
+		return nil, err
+	}
+	parts := make([][]DataFile, len(refs))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(t.opts.ReadConcurrency)
-	for i, ref := range m.Partitions {
+	for i, ref := range refs {
 		g.Go(func() error {
 			fs, err := t.PartitionFiles(gctx, ref)
 			parts[i] = fs
@@ -270,11 +346,7 @@ func (t *Table) Files(ctx context.Context, m *Manifest) ([]DataFile, error) {
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	n := 0
-	for _, p := range parts {
-		n += len(p)
-	}
-	files := make([]DataFile, 0, n)
+	files := make([]DataFile, 0, m.Files)
 	for _, p := range parts {
 		files = append(files, p...)
 	}

@@ -41,8 +41,8 @@ type VacuumResult struct {
 }
 
 // Vacuum deletes data files that no retained version references and that
-// are older than the retention, and pieces that no version at all
-// references (the leftovers of commits that lost a race or crashed). It
+// are older than the retention, and pieces and pages that no version at
+// all references (the leftovers of commits that lost a race or crashed). It
 // never deletes manifests, and never a file outside the table root or
 // under a folder whose name starts with '_' or '.' (other engines' logs).
 func (t *Table) Vacuum(ctx context.Context, o VacuumOptions) (VacuumResult, error) {
@@ -63,12 +63,20 @@ func (t *Table) Vacuum(ctx context.Context, o VacuumOptions) (VacuumResult, erro
 	}
 	allPieces := map[string]bool{}
 	keepPieces := map[string]bool{}
+	allPages := map[string]bool{}
 	for i, m := range hist {
 		retained := i == len(hist)-1 || !m.CommittedAt.Before(cutoff)
 		if retained {
 			res.RetainedVersions++
 		}
-		for _, p := range m.Partitions {
+		for _, pr := range m.Pages {
+			allPages[pr.Key] = true
+		}
+		refs, err := t.Partitions(ctx, m)
+		if err != nil {
+			return res, fmt.Errorf("vacuum %s: %w", t.loc, err)
+		}
+		for _, p := range refs {
 			for _, pr := range p.Pieces {
 				allPieces[pr.Key] = true
 				if retained {
@@ -95,6 +103,10 @@ func (t *Table) Vacuum(ctx context.Context, o VacuumOptions) (VacuumResult, erro
 		switch {
 		case strings.HasPrefix(obj.Key, piecesDir):
 			if !allPieces[obj.Key] {
+				doomed = append(doomed, obj)
+			}
+		case strings.HasPrefix(obj.Key, pagesDir):
+			if !allPages[obj.Key] {
 				doomed = append(doomed, obj)
 			}
 		case isDataFile(obj.Key):
