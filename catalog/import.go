@@ -7,6 +7,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
 
@@ -42,13 +43,23 @@ func isDataFile(key string) bool {
 	return true
 }
 
+// ImportOptions tune Import.
+type ImportOptions struct {
+	// RunID is recorded in the manifest as the run that imported.
+	RunID string
+	// Progress, when set, is called after each file's footer is read with
+	// the number read so far and the total. It is called from several
+	// goroutines.
+	Progress func(done, total int)
+}
+
 // Import adopts the Parquet files under the folder from into the table, in
 // place, without rewriting them. If the table does not exist it is created
 // with the schema merged from the files and the Hive partition keys of
 // their folders. On an existing table it adds, in one commit, the files not
 // yet in it; a file the table's schema cannot read fails the whole import
 // and nothing is committed.
-func (t *Table) Import(ctx context.Context, from string, runID string) (ImportResult, error) {
+func (t *Table) Import(ctx context.Context, from string, o ImportOptions) (ImportResult, error) {
 	var res ImportResult
 	src := t.store
 	fromRoot, tableRoot := strings.TrimSuffix(from, "/"), strings.TrimSuffix(t.loc, "/")
@@ -151,6 +162,7 @@ func (t *Table) Import(ctx context.Context, from string, runID string) (ImportRe
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(t.opts.ReadConcurrency)
+	var done atomic.Int64
 	for _, c := range cands {
 		g.Go(func() error {
 			sc, st, err := InspectParquet(gctx, src, c.info.Key, c.info.Size)
@@ -158,6 +170,9 @@ func (t *Table) Import(ctx context.Context, from string, runID string) (ImportRe
 				return fmt.Errorf("import %s: %w", from, err)
 			}
 			c.schema, c.stats = sc, st
+			if o.Progress != nil {
+				o.Progress(int(done.Add(1)), len(cands))
+			}
 			return nil
 		})
 	}
@@ -193,7 +208,7 @@ func (t *Table) Import(ctx context.Context, from string, runID string) (ImportRe
 		res.Rows += c.stats.Rows
 		res.Bytes += c.info.Size
 	}
-	ch := Change{Operation: "import", RunID: runID, Add: add, DataChange: true}
+	ch := Change{Operation: "import", RunID: o.RunID, Add: add, DataChange: true}
 	if cur == nil {
 		ch.Create, ch.Schema, ch.Spec = true, &schema, &spec
 		res.Created = true

@@ -134,7 +134,9 @@ skipped, as Spark and Delta use them for metadata.`,
 				return err
 			}
 			defer t.Close()
-			res, err := t.Import(cmd.Context(), from, a.runID)
+			bar := a.progress("reading footers")
+			res, err := t.Import(cmd.Context(), from, catalog.ImportOptions{RunID: a.runID, Progress: bar.set})
+			bar.done()
 			if err != nil {
 				return err
 			}

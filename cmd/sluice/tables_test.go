@@ -1,12 +1,18 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/sluice-data/sluice/cloud"
+	"github.com/sluice-data/sluice/internal/testenv"
 )
 
 // Import of a Hive folder in place, then `files`: DuckDB reading exactly
@@ -166,4 +172,63 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 func TestNotBuiltCommandsSaySo(t *testing.T) {
 	r := sluice(t, nil, "compact", t.TempDir())
 	failsWithOneLine(t, r, "compact", "not built yet")
+}
+
+// Import works the same on object stores: the folder is adopted where it
+// lies and `files` prints full URLs.
+func TestImportOnObjectStores(t *testing.T) {
+	sample := filepath.Join(repoRoot(t), "testdata", "sample", "events")
+	want := duckRead(t, parquetFiles(t, sample))
+	for _, kind := range []string{"s3", "azure"} {
+		t.Run(kind, func(t *testing.T) {
+			loc := testenv.Location(t, kind) + "/events"
+			ctx := context.Background()
+			st, err := cloud.Open(ctx, loc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			for _, f := range parquetFiles(t, sample) {
+				rel, _ := filepath.Rel(sample, f)
+				b, _ := os.ReadFile(f)
+				if _, err := st.Put(ctx, filepath.ToSlash(rel), bytes.NewReader(b), int64(len(b)), cloud.PutOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r := mustSluice(t, "import", loc, "--from", loc, "--json")
+			if !strings.Contains(r.stdout, fmt.Sprintf(`"rows_in":%d`, want.Rows)) || !strings.Contains(r.stdout, `"files_added":12`) {
+				t.Fatalf("import summary: %s", r.stdout)
+			}
+			files := lines(mustSluice(t, "files", loc).stdout)
+			if len(files) != 12 {
+				t.Fatalf("%d files listed, want 12", len(files))
+			}
+			for _, f := range files {
+				if !strings.HasPrefix(f, strings.SplitN(loc, "/", 4)[0]+"//") || !strings.HasSuffix(f, ".parquet") {
+					t.Fatalf("files prints %q, want a full URL under %s", f, loc)
+				}
+			}
+		})
+	}
+}
+
+// A table may adopt a folder outside its own root: the files stay where
+// they are and `files` names them there.
+func TestImportFromAnotherFolder(t *testing.T) {
+	sample := filepath.Join(repoRoot(t), "testdata", "sample", "events")
+	table := filepath.Join(t.TempDir(), "events")
+	mustSluice(t, "import", table, "--from", sample)
+	files := lines(mustSluice(t, "files", table).stdout)
+	want := parquetFiles(t, sample)
+	slices.Sort(want)
+	if !slices.Equal(files, want) {
+		t.Fatalf("files:\n%v\nwant the sample's own paths:\n%v", files, want)
+	}
+	// Vacuum never touches files outside the table root.
+	mustSluice(t, "vacuum", table, "--retain", "1s", "--force")
+	for _, f := range want {
+		if _, err := os.Stat(f); err != nil {
+			t.Fatalf("vacuum removed %s outside the table", f)
+		}
+	}
 }
