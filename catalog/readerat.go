@@ -159,3 +159,10 @@ func (r *storeReaderAt) ioErr() error {
 	defer r.mu.Unlock()
 	return r.storeErr
 }
+
+// NewReaderAt returns an io.ReaderAt over one object of st, made of ranged
+// GETs bounded by ctx, with the object's tail (where a Parquet footer is)
+// fetched once. Read data pages in large pieces through it.
+func NewReaderAt(ctx context.Context, st cloud.Store, key string, size int64) io.ReaderAt {
+	return newStoreReaderAt(ctx, st, key, size)
+}

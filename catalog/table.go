@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path"
 	"sort"
 	"strings"
 	"sync"
@@ -66,6 +67,10 @@ type Table struct {
 	pieceMu    sync.Mutex
 	pieceCache map[string]*Piece
 	pageCache  map[string]*Page
+	// external caches stores opened for data files adopted from outside
+	// the table root, by location.
+	extMu    sync.Mutex
+	external map[string]cloud.Store
 }
 
 // Open returns a handle on the table at location (which may not exist yet:
@@ -89,8 +94,40 @@ func (t *Table) Location() string { return t.loc }
 // Store returns the table's object store.
 func (t *Table) Store() cloud.Store { return t.store }
 
-// Close releases the store.
-func (t *Table) Close() error { return t.store.Close() }
+// Close releases the store and any opened for external data files.
+func (t *Table) Close() error {
+	t.extMu.Lock()
+	defer t.extMu.Unlock()
+	errs := []error{t.store.Close()}
+	for _, st := range t.external {
+		errs = append(errs, st.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// DataFileStore returns the store and key where data file f lives: the
+// table's store for files under its root, another store for files adopted
+// in place from elsewhere.
+func (t *Table) DataFileStore(ctx context.Context, f DataFile) (cloud.Store, string, error) {
+	if !isAbsoluteLocation(f.Path) {
+		return t.store, f.Path, nil
+	}
+	dir, name := path.Split(f.Path)
+	t.extMu.Lock()
+	defer t.extMu.Unlock()
+	if st, ok := t.external[dir]; ok {
+		return st, name, nil
+	}
+	st, err := cloud.Open(ctx, dir)
+	if err != nil {
+		return nil, "", err
+	}
+	if t.external == nil {
+		t.external = map[string]cloud.Store{}
+	}
+	t.external[dir] = st
+	return st, name, nil
+}
 
 // FileURL returns where a data file of the table lives, as users write
 // locations: an absolute path on local disk, a full URL elsewhere.
