@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# compact.sh: sluice's compaction beside DuckDB's, same input, same machine,
+# same run. Usage: bench/compact.sh [ROWS] [FILES]   (default 20000000 4000)
+#
+# Generates ROWS rows in FILES small Parquet files over 10 day partitions
+# (Hive layout, zstd and snappy, written by DuckDB) once into
+# bench/.data/in-ROWS-FILES, then times:
+#   floor   cat of every input > /dev/null, and dd of the sluice output size
+#   duckdb  one COPY per partition, zstd (bench/duckcompact.mjs)
+#   sluice  compact.Rewrite per partition, NumCPU at a time (bench/compactbench)
+# with /usr/bin/time -v for peak RSS, checks both outputs against the input
+# with tools/duckrows.mjs (row count and order-independent checksum), and
+# prints seconds, output bytes, peak RSS and the sluice/DuckDB ratios.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROWS=${1:-20000000}
+FILES=${2:-4000}
+DATA=bench/.data
+IN=$DATA/in-$ROWS-$FILES
+OUT_DUCK=$DATA/out-duckdb
+OUT_SLUICE=$DATA/out-sluice
+SCHEMA='event_id:string,user_id:int64,ts:timestamp,kind:string,country:string?,amount:decimal(12,2)?,score:float64,qty:int32,flag:bool?'
+mkdir -p "$DATA"
+
+if [ ! -f "$IN/.done" ]; then
+  echo "generating $ROWS rows in $FILES files into $IN ..." >&2
+  node bench/gen-small-files.mjs "$ROWS" "$FILES" "$IN" >/dev/null
+  touch "$IN/.done"
+fi
+go build -o "$DATA/compactbench" ./bench/compactbench
+
+rss() { awk -F': ' '/Maximum resident set size/ {print $2}' "$1"; }
+json() { node -e 'const o=JSON.parse(require("fs").readFileSync(0,"utf8"));console.log(o[process.argv[1]])' "$1"; }
+
+in_bytes=$(du -sb --exclude=.done "$IN" | cut -f1)
+sync
+# The floor: read every input once, write the output's size once.
+t0=$(date +%s.%N); find "$IN" -name '*.parquet' -print0 | xargs -0 cat > /dev/null; t1=$(date +%s.%N)
+cat_s=$(echo "$t1 - $t0" | bc)
+
+/usr/bin/time -v -o "$DATA/duck.time" node bench/duckcompact.mjs "$IN" "$OUT_DUCK" > "$DATA/duck.json"
+duck_s=$(json seconds < "$DATA/duck.json")
+duck_b=$(du -sb "$OUT_DUCK" | cut -f1)
+duck_rss=$(rss "$DATA/duck.time")
+
+/usr/bin/time -v -o "$DATA/sluice.time" "$DATA/compactbench" -in "$IN" -out "$OUT_SLUICE" -schema "$SCHEMA" > "$DATA/sluice.json"
+sluice_s=$(json seconds < "$DATA/sluice.json")
+sluice_b=$(json bytes < "$DATA/sluice.json")
+sluice_rss=$(rss "$DATA/sluice.time")
+
+t0=$(date +%s.%N); dd if=/dev/zero of="$DATA/dd.out" bs=1M count=$(( (sluice_b + 1048575) / 1048576 )) conv=fsync status=none; t1=$(date +%s.%N)
+dd_s=$(echo "$t1 - $t0" | bc); rm -f "$DATA/dd.out"
+
+# Same rows in, same rows out, through an independent reader.
+want=$(node tools/duckrows.mjs --hive "$IN/*/*.parquet" | json checksum)
+got_duck=$(node tools/duckrows.mjs --hive "$OUT_DUCK/*/*.parquet" | json checksum)
+got_sluice=$(node tools/duckrows.mjs --hive "$OUT_SLUICE/*/*.parquet" | json checksum)
+[ "$want" = "$got_sluice" ] || { echo "sluice output differs from the input ($got_sluice != $want)" >&2; exit 1; }
+[ "$want" = "$got_duck" ] || echo "warning: DuckDB output checksum differs ($got_duck != $want)" >&2
+
+printf '\n%s rows, %s files, %s input bytes, %s CPUs\n' "$ROWS" "$FILES" "$in_bytes" "$(nproc)"
+printf '%-8s %10s %14s %12s\n' engine seconds out_bytes peak_rss_kb
+printf '%-8s %10.3f %14s %12s\n' floor "$(echo "$cat_s + $dd_s" | bc)" "-" "-"
+printf '%-8s %10.3f %14s %12s\n' duckdb "$duck_s" "$duck_b" "$duck_rss"
+printf '%-8s %10.3f %14s %12s\n' sluice "$sluice_s" "$sluice_b" "$sluice_rss"
+printf 'sluice/duckdb: time %.2f (target <= 0.80), bytes %.3f (target <= 1.05), RSS %.2f\n' \
+  "$(echo "$sluice_s / $duck_s" | bc -l)" "$(echo "$sluice_b / $duck_b" | bc -l)" "$(echo "$sluice_rss / $duck_rss" | bc -l)"
+printf '(floor: cat %.3f s + dd %.3f s)\n' "$cat_s" "$dd_s"

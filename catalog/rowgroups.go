@@ -1,0 +1,127 @@
+package catalog
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/parquet-go/parquet-go"
+)
+
+// This file exports what a column-wise rewrite of Parquet files (compaction)
+// needs of this package's Parquet mapping, without going through rows of Go
+// values: the table's Parquet schema (ordered columns, sluice's physical
+// types and encodings), the writer options sluice writes with, and how a
+// file's columns map to our types.
+
+// ParquetColumn is one top-level column of a Parquet file, mapped to our
+// types.
+type ParquetColumn struct {
+	Column
+	// Leaf is the column's leaf index in the file (its ColumnChunks index).
+	Leaf int
+	// Kind is the column's physical type.
+	Kind parquet.Kind
+	// Unit is the number of ticks per second of an INT64 timestamp (1e3,
+	// 1e6 or 1e9), 0 for any other column (INT96 timestamps included).
+	Unit int64
+}
+
+// OpenParquetFile opens a Parquet file of size bytes read through r, with
+// sluice's read options (no page index, no bloom filters, large reads). key
+// names the file in errors. A file that is not Parquet, truncated or whose
+// footer does not decode fails with ErrCorruptFile.
+func OpenParquetFile(key string, r io.ReaderAt, size int64) (*parquet.File, error) {
+	if size < parquetMinSize {
+		return nil, fmt.Errorf("%s: %w: %d bytes is too small (a Parquet file has at least %d)", key, ErrCorruptFile, size, parquetMinSize)
+	}
+	var f *parquet.File
+	err := noPanic(func() (err error) {
+		f, err = parquet.OpenFile(r, size,
+			parquet.SkipPageIndex(true),
+			parquet.SkipBloomFilters(true),
+			parquet.ReadBufferSize(parquetReadBufferSize),
+		)
+		return err
+	})
+	if err != nil {
+		if sr, ok := r.(*storeReaderAt); ok {
+			return nil, readError(key, sr, err)
+		}
+		return nil, fmt.Errorf("%s: %w: %s", key, ErrCorruptFile, oneLine(err.Error()))
+	}
+	return f, nil
+}
+
+// DescribeParquetFile maps an open file's columns to our types (as
+// InspectParquet does) and returns its schema, its columns and its footer
+// statistics. key names the file in errors; a column of an unsupported type
+// fails with ErrUnsupportedType naming it.
+func DescribeParquetFile(key string, f *parquet.File) (Schema, []ParquetColumn, FileStats, error) {
+	schema, cols, stats, err := describeParquet(key, f)
+	if err != nil {
+		return Schema{}, nil, FileStats{}, err
+	}
+	out := make([]ParquetColumn, len(cols))
+	for i, c := range cols {
+		out[i] = ParquetColumn{Column: c.Column, Leaf: c.index, Kind: parquet.Kind(c.phys), Unit: c.unit}
+	}
+	return schema, out, stats, nil
+}
+
+// ParquetSchema returns the Parquet schema sluice writes a table of schema
+// with: its columns in the table's order (not sorted by name, as
+// parquet.Group would), with the physical types, logical types and
+// encodings listed on ParquetWriter.
+func ParquetSchema(schema Schema) (*parquet.Schema, error) {
+	if len(schema.Columns) == 0 {
+		return nil, fmt.Errorf("parquet schema: the schema has no columns")
+	}
+	fields := make(orderedGroup, len(schema.Columns))
+	for i, c := range schema.Columns {
+		n, _, err := columnNode(c)
+		if err != nil {
+			return nil, fmt.Errorf("parquet schema: column %q: %w", c.Name, err)
+		}
+		fields[i] = &namedField{Node: n, name: c.Name}
+	}
+	return parquet.NewSchema("sluice", fields), nil
+}
+
+// ParquetWriterOptions are the options sluice writes data files with: zstd,
+// page statistics, dictionaries that stop growing at parquet-mr's 1 MiB.
+// Row group size is the caller's (parquet-go flushes a row group at
+// MaxRowsPerRowGroup rows or when the caller calls Flush).
+func ParquetWriterOptions() []parquet.WriterOption {
+	return []parquet.WriterOption{
+		parquet.Compression(&parquet.Zstd),
+		parquet.DataPageStatistics(true),
+		parquet.DictionaryMaxBytes(parquetDictionaryMaxBytes),
+	}
+}
+
+// NoPanic runs fn and turns a panic into an error, as every Parquet read
+// and write of this package does: parquet-go may panic on malformed input,
+// and a bad file must fail its own work, not the process.
+func NoPanic(fn func() error) error { return noPanic(fn) }
+
+// ParquetSchemaPlain is ParquetSchema with the columns i for which plain[i]
+// holds written PLAIN rather than dictionary-encoded: for a column whose
+// values are mostly distinct (ids, hashes), a dictionary only costs time
+// until the writer gives up on it. plain may be shorter than the schema.
+func ParquetSchemaPlain(schema Schema, plain []bool) (*parquet.Schema, error) {
+	if len(schema.Columns) == 0 {
+		return nil, fmt.Errorf("parquet schema: the schema has no columns")
+	}
+	fields := make(orderedGroup, len(schema.Columns))
+	for i, c := range schema.Columns {
+		n, _, err := columnNode(c)
+		if err != nil {
+			return nil, fmt.Errorf("parquet schema: column %q: %w", c.Name, err)
+		}
+		if i < len(plain) && plain[i] {
+			n = parquet.Encoded(n, &parquet.Plain)
+		}
+		fields[i] = &namedField{Node: n, name: c.Name}
+	}
+	return parquet.NewSchema("sluice", fields), nil
+}

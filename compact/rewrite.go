@@ -1,0 +1,1001 @@
+package compact
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"os"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/deprecated"
+	"github.com/parquet-go/parquet-go/format"
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/semaphore"
+	"slices"
+
+	"github.com/sluice-data/sluice/catalog"
+	"github.com/sluice-data/sluice/cloud"
+)
+
+// testHookCorrupt, when set by a test, may change values after they were
+// hashed and before they are written: a corruption the verification must
+// catch.
+var testHookCorrupt func(v *parquet.Value)
+
+// ErrVerify: the rows a rewrite wrote do not match the rows it read (row
+// count, null counts per column or the order-independent checksum of every
+// row's values). The outputs were deleted.
+var ErrVerify = errors.New("rewrite verification failed")
+
+// RewriteOptions tune one Rewrite. The zero value of a field means its
+// default (see DefaultRewriteOptions).
+type RewriteOptions struct {
+	// TargetFileSize is the size of an output file, in compressed bytes,
+	// that the rewrite aims at: a file is closed at the first input row
+	// group boundary where it would reach it. Zero: 256 MiB.
+	TargetFileSize int64
+	// RowGroupBytes is the uncompressed size of an output row group, in
+	// bytes of the values' plain representation. Zero: 128 MiB.
+	RowGroupBytes int64
+	// MemoryBudget bounds the bytes this rewrite buffers: input files
+	// fetched ahead and the output row group being built. Zero: 256 MiB.
+	MemoryBudget int64
+	// ReadConcurrency is how many input files are fetched at once; range
+	// reads of small files on S3 or Azure are latency-bound. Zero: 8.
+	ReadConcurrency int
+	// Outputs, when set, is the planner's count of output files: the
+	// inputs are cut into that many files of about equal input bytes, at
+	// row group boundaries, and TargetFileSize is not used. That keeps the
+	// planner's promise (no small leftover file) whatever the output's
+	// compression ratio. Zero: cut by TargetFileSize.
+	Outputs int
+}
+
+// Defaults of RewriteOptions.
+const (
+	DefaultTargetFileSize  = 256 << 20
+	DefaultRowGroupBytes   = 128 << 20
+	DefaultMemoryBudget    = 256 << 20
+	DefaultReadConcurrency = 8
+)
+
+// DefaultRewriteOptions returns the options with every default filled in.
+func DefaultRewriteOptions() RewriteOptions {
+	return RewriteOptions{
+		TargetFileSize:  DefaultTargetFileSize,
+		RowGroupBytes:   DefaultRowGroupBytes,
+		MemoryBudget:    DefaultMemoryBudget,
+		ReadConcurrency: DefaultReadConcurrency,
+	}
+}
+
+// Validate refuses negative sizes and a budget too small for one output
+// row group's worth of buffering. Zero fields are valid (defaults).
+func (o RewriteOptions) Validate() error {
+	switch {
+	case o.TargetFileSize < 0:
+		return fmt.Errorf("rewrite options: target file size %d is negative", o.TargetFileSize)
+	case o.RowGroupBytes < 0:
+		return fmt.Errorf("rewrite options: row group bytes %d is negative", o.RowGroupBytes)
+	case o.MemoryBudget < 0:
+		return fmt.Errorf("rewrite options: memory budget %d is negative", o.MemoryBudget)
+	case o.ReadConcurrency < 0:
+		return fmt.Errorf("rewrite options: read concurrency %d is negative", o.ReadConcurrency)
+	case o.Outputs < 0:
+		return fmt.Errorf("rewrite options: outputs %d is negative", o.Outputs)
+	}
+	d := o.withDefaults()
+	if d.MemoryBudget < 4<<20 {
+		return fmt.Errorf("rewrite options: memory budget %d bytes is below the 4 MiB minimum", d.MemoryBudget)
+	}
+	return nil
+}
+
+func (o RewriteOptions) withDefaults() RewriteOptions {
+	d := DefaultRewriteOptions()
+	if o.TargetFileSize == 0 {
+		o.TargetFileSize = d.TargetFileSize
+	}
+	if o.RowGroupBytes == 0 {
+		o.RowGroupBytes = d.RowGroupBytes
+	}
+	if o.MemoryBudget == 0 {
+		o.MemoryBudget = d.MemoryBudget
+	}
+	if o.ReadConcurrency == 0 {
+		o.ReadConcurrency = d.ReadConcurrency
+	}
+	return o
+}
+
+// Opener opens one input data file for ranged reads and returns its size.
+// The orchestrator passes one built on the table's data file store and
+// catalog.NewReaderAt.
+type Opener func(ctx context.Context, f catalog.DataFile) (io.ReaderAt, int64, error)
+
+// RewriteResult is what a Rewrite wrote.
+type RewriteResult struct {
+	// Outputs are the files written: durable in the store, not committed.
+	// Each has Path (catalog.NewDataFilePath of the partition), Partition,
+	// PartitionValues (copied from the inputs), Bytes and FileStats.
+	Outputs []catalog.DataFile
+	// RowsIn and RowsOut are the rows read and written (equal: verified);
+	// BytesIn and BytesOut the bytes of the input and output files.
+	RowsIn, RowsOut, BytesIn, BytesOut int64
+}
+
+// Rewrite streams the rows of inputs (data files of one partition of a
+// table of schema) into new files near o.TargetFileSize in out: the
+// table's columns in its order and types exactly, zstd, dictionaries where
+// they pay, statistics, row groups of about o.RowGroupBytes uncompressed.
+// Memory is bounded by o.MemoryBudget, not by the partition's size.
+//
+// Inputs whose schema differs but converts (catalog.CheckCompatible: a
+// nullable column added later, int32 → int64, decimal widening, INT96 and
+// millisecond timestamps) are converted to the table's types; an
+// incompatible input fails with an error wrapping
+// catalog.ErrIncompatibleSchema that names the file and the column.
+//
+// Before it returns, Rewrite reads its outputs back and verifies them
+// against the inputs: rows, null counts per column and an order-independent
+// checksum of every row's values; a mismatch is an error wrapping
+// ErrVerify. On any error the outputs written so far are deleted.
+func Rewrite(ctx context.Context, open Opener, out cloud.Store, schema catalog.Schema, partition string, inputs []catalog.DataFile, o RewriteOptions) (res RewriteResult, err error) {
+	if err := o.Validate(); err != nil {
+		return RewriteResult{}, err
+	}
+	o = o.withDefaults()
+	ps, err := catalog.ParquetSchema(schema)
+	if err != nil {
+		return RewriteResult{}, err
+	}
+	rw := &rewriter{
+		ctx: ctx, out: out, schema: schema, ps: ps, partition: partition, o: o,
+		hashers: tableHashers(ps, schema),
+		leaves:  ps.Fields(),
+		nulls:   make([]int64, len(schema.Columns)),
+	}
+	if len(inputs) > 0 {
+		rw.partValues = inputs[0].PartitionValues
+	}
+	if o.Outputs > 0 {
+		var total int64
+		for _, f := range inputs {
+			total += f.Bytes
+		}
+		rw.inPerOutput = (total + int64(o.Outputs) - 1) / int64(o.Outputs)
+	}
+	defer func() {
+		rw.abortFile()
+		if err != nil {
+			// Best effort, with a context of its own: ctx may be why we fail.
+			dctx := context.WithoutCancel(ctx)
+			for _, f := range rw.res.Outputs {
+				_ = out.Delete(dctx, f.Path)
+			}
+			res = RewriteResult{}
+		}
+	}()
+	if err := rw.run(inputs, open); err != nil {
+		return RewriteResult{}, err
+	}
+	if err := rw.closeFile(); err != nil {
+		return RewriteResult{}, err
+	}
+	if err := rw.verify(); err != nil {
+		return RewriteResult{}, err
+	}
+	return rw.res, nil
+}
+
+// rewriter is the state of one Rewrite.
+type rewriter struct {
+	ctx        context.Context
+	out        cloud.Store
+	schema     catalog.Schema
+	ps         *parquet.Schema
+	leaves     []parquet.Field
+	partition  string
+	partValues map[string]*string
+	o          RewriteOptions
+	hashers    []valueHasher
+
+	// inputs side of the verification
+	in    rowHashes
+	nulls []int64 // NULLs read per table column
+
+	// the output file being written
+	tmp            *os.File
+	buf            *bufio.Writer
+	cw             *countingWriter
+	w              *parquet.GenericWriter[any]
+	rgBytes        int64 // uncompressed bytes buffered in the current row group
+	inBytes        int64 // compressed input bytes that went into the current file
+	flushedInBytes int64 // of which in row groups already flushed
+	ratio          float64
+	fileRows       int64
+	inPerOutput    int64 // with Outputs: input bytes per output file
+
+	// outputs side of the verification
+	outSum   uint64
+	outNulls []int64
+
+	res             RewriteResult
+	encodingsChosen bool
+	vals            []parquet.Value
+}
+
+// prefetched is one input file, fetched ahead of its decoding.
+type prefetched struct {
+	f    catalog.DataFile
+	r    io.ReaderAt
+	size int64
+	held int64 // memory semaphore weight to release when done
+	err  error
+	done chan struct{}
+}
+
+// maxPrefetchFile is the largest file fetched whole into memory ahead of
+// decoding; larger ones are read in place with ranged reads.
+const maxPrefetchFile = 64 << 20
+
+// run fetches the inputs ReadConcurrency at a time, in order, within the
+// memory budget, and decodes them one after the other into the output.
+func (rw *rewriter) run(inputs []catalog.DataFile, open Opener) error {
+	ctx, cancel := context.WithCancel(rw.ctx)
+	defer cancel()
+	// The writer holds about a compressed row group; the rest of the budget
+	// is for files fetched ahead.
+	budget := max(rw.o.MemoryBudget-rw.o.RowGroupBytes/2, rw.o.MemoryBudget/4)
+	sem := semaphore.NewWeighted(budget)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(rw.o.ReadConcurrency)
+	queue := make(chan *prefetched, rw.o.ReadConcurrency)
+
+	// The dispatcher takes memory in file order, so the consumer (which
+	// releases it in the same order) can never wait on a later file.
+	var dispatchErr error
+	go func() {
+		defer close(queue)
+		for _, f := range inputs {
+			p := &prefetched{f: f, done: make(chan struct{})}
+			if f.Bytes <= maxPrefetchFile {
+				p.held = min(max(f.Bytes, 1), budget)
+				if err := sem.Acquire(gctx, p.held); err != nil {
+					dispatchErr = err
+					return
+				}
+			}
+			select {
+			case queue <- p:
+			case <-gctx.Done():
+				sem.Release(p.held)
+				dispatchErr = gctx.Err()
+				return
+			}
+			g.Go(func() error {
+				defer close(p.done)
+				r, size, err := open(gctx, f)
+				if err != nil {
+					p.err = fmt.Errorf("open %s: %w", f.Path, err)
+					return nil
+				}
+				p.r, p.size = r, size
+				if p.held > 0 && size <= maxPrefetchFile {
+					b := make([]byte, size)
+					if _, err := r.ReadAt(b, 0); err != nil && !(errors.Is(err, io.EOF)) {
+						p.err = fmt.Errorf("read %s: %w", f.Path, err)
+						return nil
+					}
+					p.r = bytes.NewReader(b)
+				}
+				return nil
+			})
+		}
+	}()
+
+	var err error
+	for p := range queue {
+		if err == nil {
+			select {
+			case <-p.done:
+				err = p.err
+				if err == nil {
+					err = rw.copyFile(p)
+				}
+			case <-ctx.Done():
+				err = ctx.Err()
+			}
+		}
+		p.r = nil
+		sem.Release(p.held)
+		if err != nil {
+			cancel()
+		}
+	}
+	_ = g.Wait()
+	if err == nil && dispatchErr != nil {
+		err = dispatchErr
+	}
+	return err
+}
+
+// colPlan is how one table column is filled from one input file.
+type colPlan struct {
+	leaf     int                                          // input leaf index; -1: the file lacks the column (NULLs)
+	conv     func(v parquet.Value) (parquet.Value, error) // nil: the value is already in the table's type
+	relevel  bool                                         // set the levels (nullability or conversion differ)
+	def      int                                          // the table column's definition level of a non-null value
+	nullable bool
+}
+
+// copyFile decodes one input file into the output, a row group at a time.
+func (rw *rewriter) copyFile(p *prefetched) error {
+	key := p.f.Path
+	f, err := catalog.OpenParquetFile(key, p.r, p.size)
+	if err != nil {
+		return err
+	}
+	fileSchema, cols, _, err := catalog.DescribeParquetFile(key, f)
+	if err != nil {
+		return err
+	}
+	if err := catalog.CheckCompatible(rw.schema, fileSchema, key); err != nil {
+		return err
+	}
+	plans := make([]colPlan, len(rw.schema.Columns))
+	for j, tc := range rw.schema.Columns {
+		pl := colPlan{leaf: -1, nullable: tc.Nullable}
+		if tc.Nullable {
+			pl.def = 1
+		}
+		for _, c := range cols {
+			if c.Name != tc.Name {
+				continue
+			}
+			pl.leaf = c.Leaf
+			conv, err := converter(c, tc, rw.leaves[j].Type())
+			if err != nil {
+				return fmt.Errorf("%s: column %q: %w", key, tc.Name, err)
+			}
+			pl.conv = conv
+			pl.relevel = conv != nil || c.Nullable != tc.Nullable
+		}
+		plans[j] = pl
+	}
+	md := f.Metadata()
+	if !rw.encodingsChosen && len(md.RowGroups) > 0 {
+		// Dictionary encoding where it pays: where the engine that wrote the
+		// first input gave up on a dictionary for a string column, so do we.
+		rw.encodingsChosen = true
+		plain := make([]bool, len(plans))
+		any := false
+		for j, pl := range plans {
+			if pl.leaf < 0 || pl.leaf >= len(md.RowGroups[0].Columns) || rw.leaves[j].Type().Kind() != parquet.ByteArray {
+				continue
+			}
+			meta := &md.RowGroups[0].Columns[pl.leaf].MetaData
+			plain[j] = meta.DictionaryPageOffset == 0 && !slices.ContainsFunc(meta.Encoding, func(e format.Encoding) bool {
+				// PLAIN_DICTIONARY is deprecated for writers, but older
+				// writers (Spark 2, parquet-mr 1.x) still mark their
+				// dictionary pages with it.
+				return e == format.RLEDictionary || e == format.PlainDictionary //lint:ignore SA1019 reading old files
+			})
+			any = any || plain[j]
+		}
+		if any && rw.w == nil {
+			ps, err := catalog.ParquetSchemaPlain(rw.schema, plain)
+			if err != nil {
+				return err
+			}
+			rw.ps = ps
+		}
+	}
+	rw.res.BytesIn += p.size
+	for g, rg := range f.RowGroups() {
+		if err := rw.ctx.Err(); err != nil {
+			return err
+		}
+		n := rg.NumRows()
+		if n == 0 {
+			continue
+		}
+		var compressed int64
+		if g < len(md.RowGroups) {
+			for _, c := range md.RowGroups[g].Columns {
+				compressed += c.MetaData.TotalCompressedSize
+			}
+		}
+		if err := rw.startRowGroup(compressed); err != nil {
+			return err
+		}
+		if err := catalog.NoPanic(func() error { return rw.copyRowGroup(key, rg, plans) }); err != nil {
+			return err
+		}
+		rw.inBytes += compressed
+	}
+	return nil
+}
+
+// startRowGroup makes room for an input row group of about compressed
+// bytes: it flushes the output row group when it is full and closes the
+// output file when it would pass the target size.
+func (rw *rewriter) startRowGroup(compressed int64) error {
+	if rw.w != nil {
+		// Bytes written (flushed row groups) plus the buffered row group's
+		// input bytes at the output/input ratio seen so far.
+		est := rw.cw.n + int64(float64(rw.inBytes-rw.flushedInBytes+compressed)*rw.ratio)
+		full := est > rw.o.TargetFileSize
+		if rw.inPerOutput > 0 {
+			// The last output takes the rest, so that there is never
+			// one more, small, file than planned.
+			full = rw.inBytes >= rw.inPerOutput && len(rw.res.Outputs)+1 < rw.o.Outputs
+		}
+		if rw.fileRows > 0 && full {
+			if err := rw.closeFile(); err != nil {
+				return err
+			}
+		} else if rw.rgBytes >= rw.o.RowGroupBytes {
+			if err := rw.flushRowGroup(); err != nil {
+				return err
+			}
+		}
+	}
+	if rw.w == nil {
+		return rw.openFile()
+	}
+	return nil
+}
+
+func (rw *rewriter) flushRowGroup() error {
+	if err := catalog.NoPanic(rw.w.Flush); err != nil {
+		return fmt.Errorf("write %s: %w", rw.partition, err)
+	}
+	rw.rgBytes = 0
+	rw.flushedInBytes = rw.inBytes
+	if rw.inBytes > 0 {
+		// Learn how input bytes translate to output bytes.
+		rw.ratio = float64(rw.cw.n) / float64(rw.inBytes)
+	}
+	return nil
+}
+
+// copyRowGroup decodes every column of one input row group, converts,
+// checks and hashes its values and writes them to the output columns.
+func (rw *rewriter) copyRowGroup(key string, rg parquet.RowGroup, plans []colPlan) error {
+	n := int(rg.NumRows())
+	chunks := rg.ColumnChunks()
+	writers := rw.w.ColumnWriters()
+	rw.in.begin(n)
+	if rw.vals == nil {
+		rw.vals = make([]parquet.Value, 4096)
+	}
+	for j := range plans {
+		pl := &plans[j]
+		hv := rw.hashers[j]
+		cw := writers[j]
+		if pl.leaf < 0 {
+			for off := 0; off < n; {
+				m := min(n-off, len(rw.vals))
+				vals := rw.vals[:m]
+				for i := range vals {
+					vals[i] = parquet.NullValue().Level(0, 0, j)
+				}
+				if _, err := cw.WriteRowValues(vals); err != nil {
+					return fmt.Errorf("%s: column %q: write: %w", key, rw.schema.Columns[j].Name, err)
+				}
+				off += m
+			}
+			rw.in.mixNulls(j, 0, n)
+			rw.nulls[j] += int64(n)
+			continue
+		}
+		k := rw.leaves[j].Type().Kind()
+		isBytes := k == parquet.ByteArray || k == parquet.FixedLenByteArray
+		r := parquet.NewColumnChunkValueReader(chunks[pl.leaf])
+		off := 0
+		var size int64
+		for {
+			m, rerr := r.ReadValues(rw.vals)
+			if m > 0 {
+				if off+m > n {
+					r.Close()
+					return fmt.Errorf("%s: %w: column %q holds more values than the row group's %d rows", key, catalog.ErrCorruptFile, rw.schema.Columns[j].Name, n)
+				}
+				vals := rw.vals[:m]
+				var nulls int64
+				for i := range vals {
+					v := &vals[i]
+					if v.IsNull() {
+						nulls++
+						if !pl.nullable {
+							r.Close()
+							return fmt.Errorf("%s: column %q: NULL in row %d of a row group but the table column is not nullable: %w", key, rw.schema.Columns[j].Name, off+i, catalog.ErrIncompatibleSchema)
+						}
+						if pl.relevel {
+							*v = parquet.NullValue().Level(0, 0, j)
+						}
+						continue
+					}
+					if pl.conv != nil {
+						x, err := pl.conv(*v)
+						if err != nil {
+							r.Close()
+							return fmt.Errorf("%s: column %q: %w", key, rw.schema.Columns[j].Name, err)
+						}
+						*v = x
+					}
+					if pl.relevel {
+						*v = v.Level(0, pl.def, j)
+					}
+					if isBytes {
+						size += int64(len(v.ByteArray()))
+					}
+				}
+				rw.nulls[j] += nulls
+				rw.in.mix(j, off, vals, hv)
+				if testHookCorrupt != nil {
+					for i := range vals {
+						testHookCorrupt(&vals[i])
+					}
+				}
+				if _, err := cw.WriteRowValues(vals); err != nil {
+					r.Close()
+					return fmt.Errorf("%s: column %q: write: %w", key, rw.schema.Columns[j].Name, err)
+				}
+				off += m
+			}
+			if rerr != nil {
+				if errors.Is(rerr, io.EOF) {
+					break
+				}
+				r.Close()
+				return fmt.Errorf("%s: column %q: %w: %v", key, rw.schema.Columns[j].Name, catalog.ErrCorruptFile, rerr)
+			}
+		}
+		r.Close()
+		if off != n {
+			return fmt.Errorf("%s: %w: column %q holds %d values for %d rows", key, catalog.ErrCorruptFile, rw.schema.Columns[j].Name, off, n)
+		}
+		rw.rgBytes += size + int64(n)*fixedWidth(rw.leaves[j].Type())
+	}
+	rw.in.end()
+	rw.fileRows += int64(n)
+	rw.res.RowsIn += int64(n)
+	return nil
+}
+
+// fixedWidth is the plain size of one value of a column type, 4 for the
+// length prefix of a byte array.
+func fixedWidth(t parquet.Type) int64 {
+	switch t.Kind() {
+	case parquet.Boolean:
+		return 1
+	case parquet.Int32, parquet.Float:
+		return 4
+	case parquet.Int64, parquet.Double:
+		return 8
+	case parquet.Int96:
+		return 12
+	case parquet.FixedLenByteArray:
+		return 0 // counted from the values
+	default:
+		return 4
+	}
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// openFile starts an output file in a local temporary file.
+func (rw *rewriter) openFile() error {
+	tmp, err := os.CreateTemp("", "sluice-compact-*.parquet")
+	if err != nil {
+		return fmt.Errorf("rewrite %s: %w", rw.partition, err)
+	}
+	rw.tmp = tmp
+	rw.buf = bufio.NewWriterSize(tmp, 1<<20)
+	rw.cw = &countingWriter{w: rw.buf}
+	opts := append(catalog.ParquetWriterOptions(), rw.ps)
+	rw.w = parquet.NewGenericWriter[any](rw.cw, opts...)
+	rw.rgBytes, rw.inBytes, rw.flushedInBytes, rw.fileRows = 0, 0, 0, 0
+	if rw.ratio == 0 {
+		rw.ratio = 1
+	}
+	return nil
+}
+
+// abortFile discards the output file being written, if any.
+func (rw *rewriter) abortFile() {
+	if rw.tmp == nil {
+		return
+	}
+	name := rw.tmp.Name()
+	_ = rw.tmp.Close()
+	_ = os.Remove(name)
+	rw.tmp, rw.w, rw.buf, rw.cw = nil, nil, nil, nil
+}
+
+// closeFile finishes the output file, reads it back for the verification,
+// and uploads it under a fresh name of the partition.
+func (rw *rewriter) closeFile() error {
+	if rw.w == nil {
+		return nil
+	}
+	defer rw.abortFile()
+	if rw.fileRows == 0 {
+		return nil
+	}
+	if err := catalog.NoPanic(rw.w.Close); err != nil {
+		return fmt.Errorf("rewrite %s: write: %w", rw.partition, err)
+	}
+	if err := rw.buf.Flush(); err != nil {
+		return fmt.Errorf("rewrite %s: write: %w", rw.partition, err)
+	}
+	size := rw.cw.n
+	key := catalog.NewDataFilePath(rw.partition)
+	stats, err := rw.readBack(key, rw.tmp, size)
+	if err != nil {
+		return err
+	}
+	if _, err := rw.tmp.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("rewrite %s: %w", key, err)
+	}
+	if _, err := rw.out.Put(rw.ctx, key, rw.tmp, size, cloud.PutOptions{}); err != nil {
+		return fmt.Errorf("rewrite: upload %s: %w", key, err)
+	}
+	rw.res.Outputs = append(rw.res.Outputs, catalog.DataFile{
+		Path:            key,
+		Partition:       rw.partition,
+		PartitionValues: clonePartValues(rw.partValues),
+		Bytes:           size,
+		FileStats:       stats,
+	})
+	rw.res.BytesOut += size
+	rw.res.RowsOut += stats.Rows
+	return nil
+}
+
+func clonePartValues(m map[string]*string) map[string]*string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]*string, len(m))
+	for k, v := range m {
+		if v != nil {
+			s := *v
+			v = &s
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// readBack reads an output file as written and adds its rows to the
+// outputs' side of the verification; it returns the file's footer stats.
+func (rw *rewriter) readBack(key string, r io.ReaderAt, size int64) (catalog.FileStats, error) {
+	f, err := catalog.OpenParquetFile(key, r, size)
+	if err != nil {
+		return catalog.FileStats{}, fmt.Errorf("rewrite: reading back %s: %w", key, err)
+	}
+	fileSchema, _, stats, err := catalog.DescribeParquetFile(key, f)
+	if err != nil {
+		return catalog.FileStats{}, fmt.Errorf("rewrite: reading back %s: %w", key, err)
+	}
+	if got, want := storedSchema(fileSchema), storedSchema(rw.schema); got != want {
+		return catalog.FileStats{}, fmt.Errorf("rewrite: %s: %w: the output's schema is %s, the table's %s", key, ErrVerify, got, want)
+	}
+	sum, n, err := fileChecksum(rw.ctx, f, rw.hashers)
+	if err != nil {
+		return catalog.FileStats{}, fmt.Errorf("rewrite: reading back %s: %w", key, err)
+	}
+	if n != stats.Rows {
+		return catalog.FileStats{}, fmt.Errorf("rewrite: %s: %w: %d rows read back, the footer says %d", key, ErrVerify, n, stats.Rows)
+	}
+	rw.outSum += sum
+	if rw.outNulls == nil {
+		rw.outNulls = make([]int64, len(rw.schema.Columns))
+	}
+	for j, c := range rw.schema.Columns {
+		rw.outNulls[j] += stats.Columns[c.Name].NullCount
+	}
+	return stats, nil
+}
+
+// verify compares the inputs' rows with the outputs'.
+func (rw *rewriter) verify() error {
+	if rw.res.RowsOut != rw.res.RowsIn {
+		return fmt.Errorf("rewrite %s: %w: %d rows in, %d rows out", rw.partition, ErrVerify, rw.res.RowsIn, rw.res.RowsOut)
+	}
+	if rw.res.RowsOut == 0 {
+		return nil
+	}
+	for j, c := range rw.schema.Columns {
+		if rw.nulls[j] != rw.outNulls[j] {
+			return fmt.Errorf("rewrite %s: %w: column %q: %d NULLs in, %d out", rw.partition, ErrVerify, c.Name, rw.nulls[j], rw.outNulls[j])
+		}
+	}
+	if rw.in.sum != rw.outSum {
+		return fmt.Errorf("rewrite %s: %w: the checksum of the rows read (%016x) differs from the rows written (%016x)", rw.partition, ErrVerify, rw.in.sum, rw.outSum)
+	}
+	return nil
+}
+
+// fileChecksum is the order-independent checksum of every row of a file
+// whose columns are the table's (same order, same types); hashers are the
+// table's (tableHashers).
+func fileChecksum(ctx context.Context, f *parquet.File, hashers []valueHasher) (sum uint64, rows int64, err error) {
+	var h rowHashes
+	vals := make([]parquet.Value, 4096)
+	err = catalog.NoPanic(func() error {
+		for _, rg := range f.RowGroups() {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			n := int(rg.NumRows())
+			chunks := rg.ColumnChunks()
+			if len(chunks) != len(hashers) {
+				return fmt.Errorf("%w: %d columns, want %d", ErrVerify, len(chunks), len(hashers))
+			}
+			h.begin(n)
+			for j, c := range chunks {
+				r := parquet.NewColumnChunkValueReader(c)
+				off := 0
+				for {
+					m, rerr := r.ReadValues(vals)
+					if off+m > n {
+						r.Close()
+						return fmt.Errorf("%w: column %d holds more values than rows", ErrVerify, j)
+					}
+					h.mix(j, off, vals[:m], hashers[j])
+					off += m
+					if rerr != nil {
+						if errors.Is(rerr, io.EOF) {
+							break
+						}
+						r.Close()
+						return rerr
+					}
+				}
+				r.Close()
+				if off != n {
+					return fmt.Errorf("%w: column %d holds %d values for %d rows", ErrVerify, j, off, n)
+				}
+			}
+			h.end()
+		}
+		return nil
+	})
+	return h.sum, h.n, err
+}
+
+// --- conversions -------------------------------------------------------------
+
+// converter returns the conversion of a non-null value of file column c to
+// the table column tc, whose Parquet type is to; nil when the value is
+// already in the table's representation.
+func converter(c catalog.ParquetColumn, tc catalog.Column, to parquet.Type) (func(parquet.Value) (parquet.Value, error), error) {
+	from := c.Type
+	switch tc.Type.Kind {
+	case catalog.KindBool, catalog.KindDate:
+		if c.Kind == to.Kind() {
+			return nil, nil
+		}
+	case catalog.KindInt32:
+		if c.Kind == parquet.Int32 {
+			return nil, nil
+		}
+	case catalog.KindInt64:
+		switch {
+		case c.Kind == parquet.Int64:
+			return nil, nil
+		case from.Kind == catalog.KindInt64 && c.Kind == parquet.Int32: // UINT32
+			return func(v parquet.Value) (parquet.Value, error) { return parquet.Int64Value(int64(uint32(v.Int32()))), nil }, nil
+		case from.Kind == catalog.KindInt32:
+			return func(v parquet.Value) (parquet.Value, error) { return parquet.Int64Value(int64(v.Int32())), nil }, nil
+		}
+	case catalog.KindFloat64:
+		switch {
+		case c.Kind == parquet.Double:
+			return nil, nil
+		case c.Kind == parquet.Float:
+			return func(v parquet.Value) (parquet.Value, error) { return parquet.DoubleValue(float64(v.Float())), nil }, nil
+		case from.Kind == catalog.KindInt32:
+			return func(v parquet.Value) (parquet.Value, error) { return parquet.DoubleValue(float64(v.Int32())), nil }, nil
+		}
+	case catalog.KindTimestamp:
+		switch {
+		case c.Kind == parquet.Int96:
+			return func(v parquet.Value) (parquet.Value, error) { return parquet.Int64Value(int96Micros(v.Int96())), nil }, nil
+		case c.Kind == parquet.Int64 && c.Unit == 1e6:
+			return nil, nil
+		case c.Kind == parquet.Int64 && c.Unit == 1e3:
+			return func(v parquet.Value) (parquet.Value, error) { return parquet.Int64Value(v.Int64() * 1000), nil }, nil
+		case c.Kind == parquet.Int64 && c.Unit == 1e9:
+			return func(v parquet.Value) (parquet.Value, error) {
+				return parquet.Int64Value(floorDiv(v.Int64(), 1000)), nil
+			}, nil
+		}
+	case catalog.KindString, catalog.KindUUID:
+		switch {
+		case c.Kind == parquet.ByteArray:
+			return nil, nil
+		case from.Kind == catalog.KindUUID && c.Kind == parquet.FixedLenByteArray:
+			return func(v parquet.Value) (parquet.Value, error) {
+				return parquet.ByteArrayValue([]byte(formatUUID(v.ByteArray()))), nil
+			}, nil
+		}
+	case catalog.KindBinary:
+		switch c.Kind {
+		case parquet.ByteArray:
+			return nil, nil
+		case parquet.FixedLenByteArray:
+			return func(v parquet.Value) (parquet.Value, error) { return parquet.ByteArrayValue(v.ByteArray()), nil }, nil
+		}
+	case catalog.KindDecimal:
+		return decimalConverter(c, from, tc.Type, to)
+	}
+	return nil, fmt.Errorf("no conversion from %s (%s) to %s: %w", from, c.Kind, tc.Type, catalog.ErrIncompatibleSchema)
+}
+
+// decimalConverter converts an integer or a decimal to the table's
+// decimal(p,s): the unscaled value is multiplied by 10^(s - scale of the
+// file) and written in the table's physical type.
+func decimalConverter(c catalog.ParquetColumn, from, to catalog.Type, toType parquet.Type) (func(parquet.Value) (parquet.Value, error), error) {
+	fromScale := 0
+	if from.Kind == catalog.KindDecimal {
+		fromScale = from.Scale
+	}
+	shift := to.Scale - fromScale
+	if shift < 0 {
+		return nil, fmt.Errorf("decimal scale %d does not fit %s: %w", fromScale, to, catalog.ErrIncompatibleSchema)
+	}
+	if shift == 0 && c.Kind == toType.Kind() && (c.Kind != parquet.FixedLenByteArray || c.Type.Precision == to.Precision) {
+		return nil, nil
+	}
+	unsigned32 := from.Kind == catalog.KindInt64 && c.Kind == parquet.Int32
+	mul := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(shift)), nil)
+	var mul64 int64 = 1
+	for range shift {
+		mul64 *= 10 // only used when shift <= 18
+	}
+	out := toType.Kind()
+	width := toType.Length()
+	return func(v parquet.Value) (parquet.Value, error) {
+		var small int64
+		var bigV *big.Int
+		switch c.Kind {
+		case parquet.Int32:
+			if unsigned32 {
+				small = int64(uint32(v.Int32()))
+			} else {
+				small = int64(v.Int32())
+			}
+		case parquet.Int64:
+			small = v.Int64()
+		default:
+			b := v.ByteArray()
+			if len(b) <= 8 {
+				var u uint64
+				for _, x := range b {
+					u = u<<8 | uint64(x)
+				}
+				if len(b) > 0 {
+					s := 64 - 8*uint(len(b))
+					small = int64(u<<s) >> s
+				}
+			} else {
+				bigV = new(big.Int).SetBytes(b)
+				if b[0]&0x80 != 0 {
+					bigV.Sub(bigV, new(big.Int).Lsh(big.NewInt(1), uint(8*len(b))))
+				}
+			}
+		}
+		if bigV == nil && out != parquet.FixedLenByteArray && shift <= 18 {
+			r := small * mul64
+			if shift > 0 && r/mul64 != small {
+				return parquet.Value{}, fmt.Errorf("decimal value overflows %s", to)
+			}
+			if out == parquet.Int32 {
+				if int64(int32(r)) != r {
+					return parquet.Value{}, fmt.Errorf("decimal value overflows %s", to)
+				}
+				return parquet.Int32Value(int32(r)), nil
+			}
+			return parquet.Int64Value(r), nil
+		}
+		if bigV == nil {
+			bigV = big.NewInt(small)
+		}
+		u := new(big.Int).Mul(bigV, mul)
+		switch out {
+		case parquet.Int32:
+			if !u.IsInt64() || int64(int32(u.Int64())) != u.Int64() {
+				return parquet.Value{}, fmt.Errorf("decimal value overflows %s", to)
+			}
+			return parquet.Int32Value(int32(u.Int64())), nil
+		case parquet.Int64:
+			if !u.IsInt64() {
+				return parquet.Value{}, fmt.Errorf("decimal value overflows %s", to)
+			}
+			return parquet.Int64Value(u.Int64()), nil
+		default:
+			b, ok := twosComplement(u, width)
+			if !ok {
+				return parquet.Value{}, fmt.Errorf("decimal value overflows %s", to)
+			}
+			return parquet.FixedLenByteArrayValue(b), nil
+		}
+	}, nil
+}
+
+// twosComplement renders u as a size-byte big-endian two's complement.
+func twosComplement(u *big.Int, size int) ([]byte, bool) {
+	if u.BitLen() >= 8*size {
+		return nil, false
+	}
+	out := make([]byte, size)
+	if u.Sign() >= 0 {
+		u.FillBytes(out)
+		return out, true
+	}
+	m := new(big.Int).Lsh(big.NewInt(1), uint(8*size))
+	m.Add(m, u)
+	m.FillBytes(out)
+	return out, true
+}
+
+// julianUnixEpoch is the Julian day number of 1970-01-01.
+const julianUnixEpoch = 2440588
+
+// int96Micros converts an INT96 timestamp (8 bytes of nanoseconds of the
+// day, then 4 bytes of Julian day, little endian) to microseconds since the
+// Unix epoch, as catalog reads it.
+func int96Micros(i deprecated.Int96) int64 {
+	nanos := int64(uint64(i[1])<<32 | uint64(i[0]))
+	days := int64(i[2]) - julianUnixEpoch
+	return days*86400_000_000 + floorDiv(nanos, 1000)
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}
+
+func formatUUID(b []byte) string {
+	h := hex.EncodeToString(b)
+	if len(b) != 16 {
+		return h
+	}
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+}
+
+// storedSchema renders a schema as Parquet stores it: a uuid column is
+// written as a string (see catalog.ParquetWriter), so a file read back says
+// string where the table says uuid.
+func storedSchema(s catalog.Schema) string {
+	cols := slices.Clone(s.Columns)
+	for i := range cols {
+		if cols[i].Type.Kind == catalog.KindUUID {
+			cols[i].Type.Kind = catalog.KindString
+		}
+	}
+	return catalog.Schema{Columns: cols}.String()
+}
