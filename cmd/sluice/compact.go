@@ -1,0 +1,123 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/dustin/go-humanize"
+	"github.com/spf13/cobra"
+
+	"github.com/sluice-data/sluice/compact"
+)
+
+func (a *app) compactCommand() *cobra.Command {
+	var (
+		targetSize     string
+		minInputFiles  int
+		partitions     []string
+		dryRun         bool
+		includeCurrent bool
+		minFileAge     time.Duration
+		maxCommits     int
+		workers        int
+		memory         string
+	)
+	cmd := &cobra.Command{
+		Use:   "compact TABLE [--target-file-size SIZE] [--min-input-files N] [--partition P] [--dry-run]",
+		Short: "Bin-pack small Parquet files into large ones",
+		Long: `Rewrite each partition's small files (under 75% of the target size) into
+files near the target, verify that the rows are the same (count, null counts
+and a checksum of every row), and commit the swap atomically, marked as no
+data change. A partition is rewritten only with at least --min-input-files
+small files or more than one target's worth of them; a second run does
+nothing. The current UTC day is skipped unless --include-current, so that
+ingest, still writing it, wins; --min-file-age skips young files.
+
+Replaced files stay in older versions until 'sluice vacuum' removes them.
+One partition's failure (an incompatible or corrupt file) is reported and the
+others go on; the exit code is then 1.`,
+		Example: `  sluice compact ./lake/events --dry-run
+  sluice compact s3://lake/events --target-file-size 512MiB --json`,
+		Args: exactArgs(1, "TABLE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			t, err := a.openTable(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			defer t.Close()
+			m, err := t.Latest(ctx)
+			if err != nil {
+				return err
+			}
+			var target uint64
+			switch {
+			case targetSize != "":
+				if target, err = humanize.ParseBytes(targetSize); err != nil || target == 0 {
+					return usageError{cmd: "compact", err: fmt.Errorf("--target-file-size %q: want a size such as 256MiB", targetSize)}
+				}
+			case m.Properties["target_file_size"] != "":
+				target, _ = strconv.ParseUint(m.Properties["target_file_size"], 10, 64)
+			}
+			var budget uint64
+			if memory != "" {
+				if budget, err = humanize.ParseBytes(memory); err != nil {
+					return usageError{cmd: "compact", err: fmt.Errorf("--memory %q: want a size such as 384MiB", memory)}
+				}
+			}
+			bar := a.progress("compacting")
+			o := compact.Options{
+				Plan: compact.PlanOptions{TargetFileSize: int64(target), MinInputFiles: minInputFiles,
+					IncludeCurrent: includeCurrent, MinFileAge: minFileAge, Partitions: partitions},
+				Workers: workers, MaxCommits: maxCommits, MemoryBudget: int64(budget),
+				DryRun: dryRun, RunID: a.runID, Logger: a.logger,
+				Progress: func(done, total int64) { bar.set(int(done>>10), int(total>>10)) },
+			}
+			if err := o.Validate(); err != nil {
+				return usageError{cmd: "compact", err: err}
+			}
+			res, err := compact.Run(ctx, t, o)
+			bar.done()
+			if err != nil {
+				return fmt.Errorf("compact %s: %w", args[0], err)
+			}
+			if dryRun && !a.jsonOut {
+				fmt.Fprint(a.stdout, res.Plan.String())
+			}
+			out := map[string]any{"command": "compact", "table": args[0], "dry_run": dryRun,
+				"partitions": res.Partitions, "files_in": res.FilesIn, "files_out": res.FilesOut,
+				"bytes_in": res.BytesIn, "bytes_out": res.BytesOut, "rows_in": res.Rows, "rows_written": res.Rows,
+				"versions": res.Versions, "dropped": res.Dropped, "failed": len(res.Failed)}
+			if dryRun {
+				filesIn, filesOut, bytesIn := res.Plan.Totals()
+				out["partitions"], out["files_in"], out["files_out"], out["bytes_in"] = len(res.Plan.Bins()), filesIn, filesOut, bytesIn
+			}
+			if len(res.Versions) > 0 {
+				out["version"] = res.Versions[len(res.Versions)-1]
+			}
+			if res.Seconds > 0 {
+				out["mb_per_s"] = float64(res.BytesIn) / 1e6 / res.Seconds
+			}
+			if !dryRun {
+				a.note("compacted %d partitions: %d files -> %d (%s -> %s) in %.1fs",
+					res.Partitions, res.FilesIn, res.FilesOut, humanize.IBytes(uint64(res.BytesIn)), humanize.IBytes(uint64(res.BytesOut)), res.Seconds)
+			}
+			if err := a.summary(out); err != nil {
+				return err
+			}
+			return res.Err()
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&targetSize, "target-file-size", "", "output file size (default: the table's target_file_size, else 256MiB)")
+	f.IntVar(&minInputFiles, "min-input-files", 0, "rewrite a partition only with at least this many small files (default 5)")
+	f.StringArrayVar(&partitions, "partition", nil, "compact only this partition (e.g. date=2024-01-31); repeatable")
+	f.BoolVar(&dryRun, "dry-run", false, "print the plan (partitions, files in and out, bytes) and change nothing")
+	f.BoolVar(&includeCurrent, "include-current", false, "also compact the current UTC day's partition")
+	f.DurationVar(&minFileAge, "min-file-age", 0, "skip files committed less than this long ago (default 0: off)")
+	f.IntVar(&maxCommits, "max-commits", 0, "commit in at most this many groups of partitions (default 10)")
+	f.IntVar(&workers, "workers", 0, "bins rewritten at once (default: number of CPUs)")
+	f.StringVar(&memory, "memory", "", "bytes all workers together may buffer (default 384MiB)")
+	return cmd
+}
