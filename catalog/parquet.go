@@ -998,7 +998,7 @@ func NewParquetWriter(schema Schema) (*ParquetWriter, error) {
 		if err != nil {
 			return nil, fmt.Errorf("parquet writer: column %q: %w", c.Name, err)
 		}
-		fields[i] = &namedField{Node: n, name: c.Name}
+		fields[i] = &namedField{Node: parquet.Compressed(n, NewDataFileCodec()), name: c.Name}
 		enc[i] = e
 	}
 	tmp, err := os.CreateTemp("", "sluice-*.parquet")

@@ -82,7 +82,7 @@ func ParquetSchema(schema Schema) (*parquet.Schema, error) {
 		if err != nil {
 			return nil, fmt.Errorf("parquet schema: column %q: %w", c.Name, err)
 		}
-		fields[i] = &namedField{Node: n, name: c.Name}
+		fields[i] = &namedField{Node: parquet.Compressed(n, NewDataFileCodec()), name: c.Name}
 	}
 	return parquet.NewSchema("sluice", fields), nil
 }
@@ -121,7 +121,7 @@ func ParquetSchemaPlain(schema Schema, plain []bool) (*parquet.Schema, error) {
 		if i < len(plain) && plain[i] {
 			n = parquet.Encoded(n, &parquet.Plain)
 		}
-		fields[i] = &namedField{Node: n, name: c.Name}
+		fields[i] = &namedField{Node: parquet.Compressed(n, NewDataFileCodec()), name: c.Name}
 	}
 	return parquet.NewSchema("sluice", fields), nil
 }
