@@ -7,7 +7,8 @@
 # bench/.data/in-ROWS-FILES, then times:
 #   floor   cat of every input > /dev/null, and dd of the sluice output size
 #   duckdb  one COPY per partition, zstd (bench/duckcompact.mjs)
-#   sluice  compact.Rewrite per partition, NumCPU at a time (bench/compactbench)
+#   sluice  `sluice compact` of a table that adopted the same files in place
+#           (`sluice import OUT --from IN`, not timed), NumCPU workers
 # with /usr/bin/time -v for peak RSS, checks both outputs against the input
 # with tools/duckrows.mjs (row count and order-independent checksum), and
 # prints seconds, output bytes, peak RSS and the sluice/DuckDB ratios.
@@ -27,7 +28,7 @@ if [ ! -f "$IN/.done" ]; then
   node bench/gen-small-files.mjs "$ROWS" "$FILES" "$IN" >/dev/null
   touch "$IN/.done"
 fi
-go build -o "$DATA/compactbench" ./bench/compactbench
+go build -o "$DATA/sluice" ./cmd/sluice
 
 rss() { awk -F': ' '/Maximum resident set size/ {print $2}' "$1"; }
 json() { node -e 'const o=JSON.parse(require("fs").readFileSync(0,"utf8"));console.log(o[process.argv[1]])' "$1"; }
@@ -43,9 +44,11 @@ duck_s=$(json seconds < "$DATA/duck.json")
 duck_b=$(du -sb "$OUT_DUCK" | cut -f1)
 duck_rss=$(rss "$DATA/duck.time")
 
-/usr/bin/time -v -o "$DATA/sluice.time" "$DATA/compactbench" -in "$IN" -out "$OUT_SLUICE" -schema "$SCHEMA" > "$DATA/sluice.json"
+rm -rf "$OUT_SLUICE"
+"$DATA/sluice" import "$OUT_SLUICE" --from "$IN" > /dev/null
+/usr/bin/time -v -o "$DATA/sluice.time" "$DATA/sluice" compact "$OUT_SLUICE" --include-current --min-input-files 1 --json > "$DATA/sluice.json"
 sluice_s=$(json seconds < "$DATA/sluice.json")
-sluice_b=$(json bytes < "$DATA/sluice.json")
+sluice_b=$(json bytes_out < "$DATA/sluice.json")
 sluice_rss=$(rss "$DATA/sluice.time")
 
 t0=$(date +%s.%N); dd if=/dev/zero of="$DATA/dd.out" bs=1M count=$(( (sluice_b + 1048575) / 1048576 )) conv=fsync status=none; t1=$(date +%s.%N)
@@ -54,7 +57,7 @@ dd_s=$(echo "$t1 - $t0" | bc); rm -f "$DATA/dd.out"
 # Same rows in, same rows out, through an independent reader.
 want=$(node tools/duckrows.mjs --hive "$IN/*/*.parquet" | json checksum)
 got_duck=$(node tools/duckrows.mjs --hive "$OUT_DUCK/*/*.parquet" | json checksum)
-got_sluice=$(node tools/duckrows.mjs --hive "$OUT_SLUICE/*/*.parquet" | json checksum)
+got_sluice=$("$DATA/sluice" files "$OUT_SLUICE" | node tools/duckrows.mjs --hive --list - | json checksum)
 [ "$want" = "$got_sluice" ] || { echo "sluice output differs from the input ($got_sluice != $want)" >&2; exit 1; }
 [ "$want" = "$got_duck" ] || echo "warning: DuckDB output checksum differs ($got_duck != $want)" >&2
 
