@@ -57,7 +57,7 @@ Exit codes: 0 success, 1 failure (one line on stderr naming what and where),
 		return usageError{cmd: cmd.Name(), err: err}
 	})
 	root.AddCommand(a.initCommand(), a.importCommand(), a.filesCommand(), a.historyCommand(),
-		a.rollbackCommand(), a.vacuumCommand(), a.compactCommand())
+		a.rollbackCommand(), a.vacuumCommand(), a.compactCommand(), a.ingestCommand())
 	for _, nb := range notBuilt {
 		root.AddCommand(nb.command())
 	}

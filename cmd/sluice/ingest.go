@@ -1,0 +1,115 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/dustin/go-humanize"
+	"github.com/spf13/cobra"
+
+	"github.com/sluice-data/sluice/catalog"
+	"github.com/sluice-data/sluice/ingest"
+)
+
+func (a *app) ingestCommand() *cobra.Command {
+	var (
+		from, format, quarantine, epochUnit, maxRecordBytes, memory string
+		maxRecords                                                  int64
+		minAge                                                      time.Duration
+		ordered                                                     bool
+	)
+	cmd := &cobra.Command{
+		Use:   "ingest TABLE --from SOURCE [--format jsonl|csv|parquet] [--max-records N] [--quarantine TABLE2] [--min-age D]",
+		Short: "Ingest landing files into a table, exactly once",
+		Long: `Append the landing files under SOURCE (a path, file://, s3:// or az:// prefix)
+that TABLE has not taken yet, and record them in the same commit: a rerun
+takes only new files; a crashed run leaves nothing half-done and is redone.
+
+Formats by extension: .jsonl/.json/.ndjson (JSON lines), .csv (header row),
+.parquet; .gz and .zst compressed. --format overrides the extension.
+Records are validated against the table schema; a bad one goes to the
+quarantine table (default: TABLE + "_quarantine", beside it) with the
+reason and its file:line. A file that cannot be read as a whole (a truncated
+gzip, a Parquet file of an incompatible schema) is reported, not recorded,
+and retried by the next run; the others are committed and the exit code is 1.
+
+Files younger than --min-age are left for the next run: a producer may
+still be writing them. Kafka sources (kafka://) are not built yet.`,
+		Example: `  sluice ingest ./lake/events --from s3://landing/events/ --json
+  sluice ingest ./lake/events --from ./incoming --format csv --min-age 2m`,
+		Args: exactArgs(1, "TABLE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if from == "" {
+				return usageError{cmd: "ingest", err: errors.New("ingest: --from SOURCE is required")}
+			}
+			if strings.HasPrefix(strings.ToLower(from), "kafka://") {
+				return fmt.Errorf("ingest %s: %w", from, ingest.ErrKafkaNotBuilt)
+			}
+			o := ingest.Options{Format: ingest.Format(format), MaxRecords: maxRecords, MinAge: minAge,
+				EpochUnit: ingest.EpochUnit(epochUnit), Quarantine: quarantine, OrderedNames: ordered,
+				RunID: a.runID, Logger: a.logger}
+			if maxRecordBytes != "" {
+				n, err := humanize.ParseBytes(maxRecordBytes)
+				if err != nil || n == 0 {
+					return usageError{cmd: "ingest", err: fmt.Errorf("--max-record-bytes %q: want a size such as 1MiB", maxRecordBytes)}
+				}
+				o.MaxRecordBytes = int(n)
+			}
+			if memory != "" {
+				n, err := humanize.ParseBytes(memory)
+				if err != nil || n == 0 {
+					return usageError{cmd: "ingest", err: fmt.Errorf("--memory %q: want a size such as 256MiB", memory)}
+				}
+				o.MemoryBudget = int64(n)
+			}
+			if err := o.Validate(); err != nil {
+				return usageError{cmd: "ingest", err: err}
+			}
+			t, err := a.openTable(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			defer t.Close()
+			bar := a.progress("ingesting files")
+			o.Progress = bar.set
+			res, err := ingest.Run(cmd.Context(), t, from, o)
+			bar.done()
+			if err != nil && !errors.Is(err, ingest.ErrFilesFailed) {
+				if errors.Is(err, catalog.ErrTableNotFound) {
+					return fmt.Errorf("%w (create it first with 'sluice init')", err)
+				}
+				return err
+			}
+			a.note("took %d of %d files: %d records, %d rows written, %d quarantined, %d files failed; %s at version %d",
+				res.FilesIn, res.FilesSeen, res.RecordsIn, res.RowsWritten, res.RecordsQuarantined, res.FilesFailed, args[0], res.Version)
+			parts := res.Partitions
+			if parts == nil {
+				parts = []string{}
+			}
+			out := map[string]any{"command": "ingest", "table": args[0], "source": from,
+				"records_in": res.RecordsIn, "rows_written": res.RowsWritten, "records_quarantined": res.RecordsQuarantined,
+				"files_in": res.FilesIn, "files_failed": res.FilesFailed, "files_waiting": res.FilesWaiting,
+				"files_out": res.FilesOut, "bytes_in": res.BytesIn, "version": res.Version,
+				"partitions": parts}
+			if res.QuarantineVersion > 0 {
+				out["quarantine_version"] = res.QuarantineVersion
+			}
+			if serr := a.summary(out); serr != nil {
+				return serr
+			}
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&from, "from", "", "landing prefix: path, file://, s3://, az:// (kafka:// is not built yet)")
+	cmd.Flags().StringVar(&format, "format", "", "jsonl, csv or parquet (default: by each file's extension)")
+	cmd.Flags().Int64Var(&maxRecords, "max-records", 0, "stop taking files once this many records were read (files are taken whole)")
+	cmd.Flags().StringVar(&quarantine, "quarantine", "", "quarantine table for bad records (default: TABLE + \"_quarantine\")")
+	cmd.Flags().DurationVar(&minAge, "min-age", 0, "leave files modified more recently than this for the next run")
+	cmd.Flags().StringVar(&epochUnit, "epoch-unit", "s", "unit of numeric timestamps: s, ms or us")
+	cmd.Flags().StringVar(&maxRecordBytes, "max-record-bytes", "1MiB", "largest record accepted; larger ones are quarantined")
+	cmd.Flags().StringVar(&memory, "memory", "256MiB", "memory budget for rows buffered before they are written")
+	cmd.Flags().BoolVar(&ordered, "ordered-names", false, "landing file names only increase: keep a high-water mark in the checkpoint instead of every name")
+	return cmd
+}

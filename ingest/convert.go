@@ -1,0 +1,235 @@
+package ingest
+
+import (
+	"encoding/base64"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/valyala/fastjson"
+
+	"github.com/sluice-data/sluice/catalog"
+)
+
+// recordError is why one record is quarantined. Its text is the reason
+// stored in the quarantine table.
+type recordError struct{ reason string }
+
+func (e *recordError) Error() string { return e.reason }
+
+func badRecord(format string, args ...any) error {
+	return &recordError{reason: fmt.Sprintf(format, args...)}
+}
+
+// converter turns one field of a record into a column's Go value (see
+// catalog's values.go), or says why it cannot.
+type converter struct {
+	col  catalog.Column
+	unit EpochUnit
+}
+
+func badValue(c catalog.Column, why string, args ...any) error {
+	return badRecord("column %q (%s): %s", c.Name, c.Type, fmt.Sprintf(why, args...))
+}
+
+// quote renders a bad value for a reason: quoted, and cut short, so a
+// reason stays one readable line.
+func quote(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "..."
+	}
+	return strconv.Quote(s)
+}
+
+// fromJSON converts a JSON value; v nil means the field is absent.
+func (c *converter) fromJSON(v *fastjson.Value) (any, error) {
+	col := c.col
+	if v == nil {
+		if col.Nullable {
+			return nil, nil
+		}
+		return nil, badValue(col, "required but missing")
+	}
+	t := v.Type()
+	if t == fastjson.TypeNull {
+		if col.Nullable {
+			return nil, nil
+		}
+		return nil, badValue(col, "null but the column is not nullable")
+	}
+	switch col.Type.Kind {
+	case catalog.KindInt32, catalog.KindInt64:
+		if t != fastjson.TypeNumber {
+			return nil, badValue(col, "want an integer, got %s", jsonKind(v))
+		}
+		return c.fromText(string(v.MarshalTo(nil)))
+	case catalog.KindFloat64:
+		if t != fastjson.TypeNumber {
+			return nil, badValue(col, "want a number, got %s", jsonKind(v))
+		}
+		f, err := v.Float64()
+		if err != nil || math.IsInf(f, 0) {
+			return nil, badValue(col, "number %s out of range", v.MarshalTo(nil))
+		}
+		return f, nil
+	case catalog.KindBool:
+		switch t {
+		case fastjson.TypeTrue:
+			return true, nil
+		case fastjson.TypeFalse:
+			return false, nil
+		}
+		return nil, badValue(col, "want true or false, got %s", jsonKind(v))
+	case catalog.KindTimestamp:
+		if t == fastjson.TypeNumber {
+			return c.epoch(string(v.MarshalTo(nil)))
+		}
+	case catalog.KindDecimal:
+		if t == fastjson.TypeNumber {
+			return c.fromText(string(v.MarshalTo(nil)))
+		}
+	}
+	if t != fastjson.TypeString {
+		return nil, badValue(col, "want a string, got %s", jsonKind(v))
+	}
+	b, _ := v.StringBytes()
+	return c.fromText(string(b))
+}
+
+func jsonKind(v *fastjson.Value) string {
+	switch v.Type() {
+	case fastjson.TypeString:
+		return "a string"
+	case fastjson.TypeNumber:
+		return "a number"
+	case fastjson.TypeTrue, fastjson.TypeFalse:
+		return "a boolean"
+	case fastjson.TypeArray:
+		return "an array"
+	case fastjson.TypeObject:
+		return "an object"
+	}
+	return "null"
+}
+
+// fromText converts the text of a field (a CSV field, a JSON string).
+func (c *converter) fromText(s string) (any, error) {
+	col := c.col
+	switch col.Type.Kind {
+	case catalog.KindString:
+		if !utf8.ValidString(s) {
+			return nil, badValue(col, "invalid UTF-8")
+		}
+		return s, nil
+	case catalog.KindUUID:
+		u, err := uuid.Parse(s)
+		if err != nil {
+			return nil, badValue(col, "not a UUID: %s", quote(s))
+		}
+		return u.String(), nil
+	case catalog.KindInt32, catalog.KindInt64:
+		bits := 64
+		if col.Type.Kind == catalog.KindInt32 {
+			bits = 32
+		}
+		n, err := strconv.ParseInt(s, 10, bits)
+		if err != nil {
+			if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
+				return nil, badValue(col, "%s out of range", quote(s))
+			}
+			return nil, badValue(col, "not an integer: %s", quote(s))
+		}
+		if bits == 32 {
+			return int32(n), nil
+		}
+		return n, nil
+	case catalog.KindTimestamp:
+		if isNumber(s) {
+			return c.epoch(s)
+		}
+		ts, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return nil, badValue(col, "not an RFC 3339 timestamp nor an epoch number: %s", quote(s))
+		}
+		return ts.UTC().Truncate(time.Microsecond), nil
+	case catalog.KindDate:
+		d, err := time.Parse("2006-01-02", s)
+		if err != nil {
+			return nil, badValue(col, "not a date (YYYY-MM-DD): %s", quote(s))
+		}
+		return d, nil
+	case catalog.KindBinary:
+		b, err := base64.StdEncoding.DecodeString(s)
+		if err != nil {
+			return nil, badValue(col, "not standard base64")
+		}
+		return b, nil
+	}
+	v, err := catalog.ParseValue(col.Type, s)
+	if err != nil {
+		return nil, badValue(col, "%s", strings.TrimPrefix(err.Error(), "parse "+col.Type.String()+" "))
+	}
+	return v, nil
+}
+
+// epoch converts a number of Options.EpochUnit since 1970-01-01 UTC.
+func (c *converter) epoch(s string) (any, error) {
+	per := map[EpochUnit]int64{EpochSeconds: 1e6, EpochMilliseconds: 1e3, EpochMicroseconds: 1}[c.unit]
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if n > math.MaxInt64/per || n < math.MinInt64/per {
+			return nil, badValue(c.col, "epoch %s (%s) out of range", s, c.unit)
+		}
+		return time.UnixMicro(n * per).UTC(), nil
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(f) || math.Abs(f*float64(per)) > 9.2e18 {
+		return nil, badValue(c.col, "not an epoch number (%s): %s", c.unit, quote(s))
+	}
+	return time.UnixMicro(int64(math.Round(f * float64(per)))).UTC(), nil
+}
+
+// checkValue validates a value read from a Parquet landing file, already
+// in the column's Go representation: what the file's types cannot promise.
+func (c *converter) checkValue(v any) (any, error) {
+	switch x := v.(type) {
+	case nil:
+		if !c.col.Nullable {
+			return nil, badValue(c.col, "null but the column is not nullable")
+		}
+	case string:
+		if !utf8.ValidString(x) {
+			return nil, badValue(c.col, "invalid UTF-8")
+		}
+		if c.col.Type.Kind == catalog.KindUUID {
+			return c.fromText(x)
+		}
+	}
+	return v, nil
+}
+
+// isNumber tells whether s is written as a decimal number: an epoch
+// rather than a date-time.
+func isNumber(s string) bool {
+	if s == "" {
+		return false
+	}
+	digits := false
+	for i := 0; i < len(s); i++ {
+		switch ch := s[i]; {
+		case ch >= '0' && ch <= '9':
+			digits = true
+		case ch == '-' || ch == '+':
+			if i > 0 && s[i-1] != 'e' && s[i-1] != 'E' {
+				return false
+			}
+		case ch == '.' || ch == 'e' || ch == 'E':
+		default:
+			return false
+		}
+	}
+	return digits
+}

@@ -1,0 +1,386 @@
+package ingest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+	"github.com/valyala/fastjson"
+
+	"github.com/sluice-data/sluice/catalog"
+	"github.com/sluice-data/sluice/cloud"
+)
+
+// emitFunc receives one record: its position (line, or row for Parquet,
+// from 1), its raw bytes (valid only during the call), and either its row
+// in the table's column order or why it is quarantined. An error it
+// returns stops the file.
+type emitFunc func(pos int64, raw []byte, row []any, bad error) error
+
+// decoder reads one landing file's records against a schema.
+type decoder struct {
+	schema   catalog.Schema
+	conv     []converter
+	maxBytes int
+	parser   fastjson.Parser
+}
+
+func newDecoder(schema catalog.Schema, o Options) *decoder {
+	d := &decoder{schema: schema, maxBytes: o.MaxRecordBytes}
+	for _, c := range schema.Columns {
+		d.conv = append(d.conv, converter{col: c, unit: o.EpochUnit})
+	}
+	return d
+}
+
+// formatOf returns a file's format and compression ("", "gz" or "zst") by
+// its name; forced, when set, overrides the extension's format.
+func formatOf(name string, forced Format) (Format, string, error) {
+	base := strings.ToLower(path.Base(name))
+	comp := ""
+	switch {
+	case strings.HasSuffix(base, ".gz"):
+		comp, base = "gz", strings.TrimSuffix(base, ".gz")
+	case strings.HasSuffix(base, ".zst"):
+		comp, base = "zst", strings.TrimSuffix(base, ".zst")
+	}
+	if forced != FormatAuto {
+		return forced, comp, nil
+	}
+	switch path.Ext(base) {
+	case ".jsonl", ".json", ".ndjson":
+		return FormatJSONL, comp, nil
+	case ".csv":
+		return FormatCSV, comp, nil
+	case ".parquet":
+		return FormatParquet, comp, nil
+	}
+	return "", "", fmt.Errorf("unknown format (want .jsonl, .json, .ndjson, .csv or .parquet, optionally .gz or .zst, or --format)")
+}
+
+// decodeFile reads the landing file key of st (size bytes) and calls emit
+// per record. An error returned is a whole-file failure.
+func (d *decoder) decodeFile(ctx context.Context, st cloud.Store, key string, size int64, forced Format, emit emitFunc) error {
+	format, comp, err := formatOf(key, forced)
+	if err != nil {
+		return err
+	}
+	if format == FormatParquet {
+		if comp != "" {
+			return fmt.Errorf("compressed Parquet (.%s) is not supported: Parquet compresses its own pages", comp)
+		}
+		return d.decodeParquet(ctx, st, key, size, emit)
+	}
+	rc, _, err := st.Get(ctx, key)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	var r io.Reader = rc
+	switch comp {
+	case "gz":
+		zr, err := gzip.NewReader(bufio.NewReaderSize(rc, 256<<10))
+		if err != nil {
+			return fmt.Errorf("gzip: %w", err)
+		}
+		defer zr.Close()
+		r = &labelled{r: zr, label: "gzip (truncated or corrupt)"}
+	case "zst":
+		zr, err := zstd.NewReader(bufio.NewReaderSize(rc, 256<<10), zstd.WithDecoderConcurrency(2))
+		if err != nil {
+			return fmt.Errorf("zstd: %w", err)
+		}
+		defer zr.Close()
+		r = &labelled{r: zr, label: "zstd (truncated or corrupt)"}
+	}
+	if format == FormatCSV {
+		return d.decodeCSV(ctx, r, emit)
+	}
+	return d.decodeJSONL(ctx, r, emit)
+}
+
+// labelled names the decompressor in its read errors: "unexpected EOF"
+// alone does not say that the gzip stream was cut short.
+type labelled struct {
+	r     io.Reader
+	label string
+}
+
+func (l *labelled) Read(p []byte) (int, error) {
+	n, err := l.r.Read(p)
+	if err != nil && err != io.EOF {
+		err = fmt.Errorf("%s: %w", l.label, err)
+	}
+	return n, err
+}
+
+// checkRaw applies the checks every text record gets before decoding.
+func (d *decoder) checkRaw(raw []byte, total int) error {
+	if total > d.maxBytes {
+		return badRecord("record of %d bytes exceeds the limit of %d bytes (--max-record-bytes)", total, d.maxBytes)
+	}
+	if !utf8.Valid(raw) {
+		i := 0
+		for i < len(raw) {
+			r, n := utf8.DecodeRune(raw[i:])
+			if r == utf8.RuneError && n <= 1 {
+				break
+			}
+			i += n
+		}
+		return badRecord("invalid UTF-8 at byte %d", i)
+	}
+	return nil
+}
+
+func (d *decoder) decodeJSONL(ctx context.Context, r io.Reader, emit emitFunc) error {
+	br := bufio.NewReaderSize(r, 256<<10)
+	var line []byte
+	var lineNo int64
+	row := make([]any, len(d.conv))
+	for {
+		line = line[:0]
+		total := 0
+		var err error
+		for {
+			var frag []byte
+			frag, err = br.ReadSlice('\n')
+			total += len(frag)
+			if len(line) < d.maxBytes+1 {
+				line = append(line, frag[:min(len(frag), d.maxBytes+1-len(line))]...)
+			}
+			if err != bufio.ErrBufferFull {
+				break
+			}
+		}
+		if err != nil && err != io.EOF {
+			return err
+		}
+		if total == 0 && err == io.EOF {
+			return nil
+		}
+		lineNo++
+		if lineNo%4096 == 0 {
+			if cerr := ctx.Err(); cerr != nil {
+				return cerr
+			}
+		}
+		rec := bytes.TrimRight(line, "\r\n")
+		if len(bytes.TrimSpace(rec)) == 0 && total <= d.maxBytes {
+			if err == io.EOF {
+				return nil
+			}
+			continue // blank lines are not records
+		}
+		if total > d.maxBytes {
+			rec = line[:min(len(line), d.maxBytes)]
+		}
+		size := total - (len(line) - len(rec))
+		if total > d.maxBytes {
+			size = total
+		}
+		bad := d.checkRaw(rec, size)
+		if bad == nil {
+			bad = d.jsonRow(rec, row)
+		}
+		if bad != nil {
+			if e := emit(lineNo, rec, nil, bad); e != nil {
+				return e
+			}
+		} else {
+			if e := emit(lineNo, rec, row, nil); e != nil {
+				return e
+			}
+			row = make([]any, len(d.conv))
+		}
+		if err == io.EOF {
+			return nil
+		}
+	}
+}
+
+func (d *decoder) jsonRow(rec []byte, row []any) error {
+	v, err := d.parser.ParseBytes(rec)
+	if err != nil {
+		return badRecord("malformed JSON: %s", err)
+	}
+	obj, err := v.Object()
+	if err != nil {
+		return badRecord("want a JSON object, got %s", jsonKind(v))
+	}
+	for i := range d.conv {
+		x, err := d.conv[i].fromJSON(obj.Get(d.conv[i].col.Name))
+		if err != nil {
+			return err
+		}
+		row[i] = x
+	}
+	return nil
+}
+
+// recorder keeps the bytes a csv.Reader consumed, so each record's raw
+// text can be quarantined as it was.
+type recorder struct {
+	r    io.Reader
+	buf  []byte
+	base int64 // input offset of buf[0]
+}
+
+func (rc *recorder) Read(p []byte) (int, error) {
+	n, err := rc.r.Read(p)
+	rc.buf = append(rc.buf, p[:n]...)
+	return n, err
+}
+
+// take returns the bytes from the start of the buffer to offset end, and
+// forgets them on the next call.
+func (rc *recorder) take(end int64) []byte {
+	n := int(end - rc.base)
+	out := rc.buf[:n]
+	rest := copy(rc.buf, rc.buf[n:])
+	rc.buf = rc.buf[:rest]
+	rc.base = end
+	return out
+}
+
+func (d *decoder) decodeCSV(ctx context.Context, r io.Reader, emit emitFunc) error {
+	rec := &recorder{r: r}
+	cr := csv.NewReader(rec)
+	cr.LazyQuotes = true
+	cr.ReuseRecord = true
+	header, err := cr.Read()
+	if err == io.EOF {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("CSV header: %w", err)
+	}
+	// where[i] is the CSV field of table column i, -1 when absent.
+	where := make([]int, len(d.conv))
+	var missing []string
+	for i, c := range d.conv {
+		where[i] = -1
+		for j, h := range header {
+			if strings.TrimSpace(strings.TrimPrefix(h, "\ufeff")) == c.col.Name {
+				where[i] = j
+			}
+		}
+		if where[i] < 0 && !c.col.Nullable {
+			missing = append(missing, c.col.Name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("CSV header lacks required column(s) %s", strings.Join(missing, ", "))
+	}
+	_ = rec.take(cr.InputOffset())
+	var n int64
+	for {
+		fields, err := cr.Read()
+		if err == io.EOF {
+			return nil
+		}
+		n++
+		if n%4096 == 0 {
+			if cerr := ctx.Err(); cerr != nil {
+				return cerr
+			}
+		}
+		raw := bytes.TrimRight(rec.take(cr.InputOffset()), "\r\n")
+		var line int64
+		var bad error
+		var pe *csv.ParseError
+		switch {
+		case err == nil:
+			l, _ := cr.FieldPos(0)
+			line = int64(l)
+		case errors.As(err, &pe) && errors.Is(err, csv.ErrFieldCount):
+			line = int64(pe.StartLine)
+			bad = badRecord("CSV row has %d fields, the header %d", len(fields), len(header))
+		case errors.As(err, &pe) && pe.Err != nil && (errors.Is(pe.Err, csv.ErrQuote) || errors.Is(pe.Err, csv.ErrBareQuote)):
+			line = int64(pe.StartLine)
+			bad = badRecord("malformed CSV: %s", pe.Err)
+		default:
+			return err
+		}
+		size := len(raw)
+		if size > d.maxBytes {
+			raw = raw[:d.maxBytes]
+		}
+		if bad == nil {
+			bad = d.checkRaw(raw, size)
+		}
+		var row []any
+		if bad == nil {
+			row = make([]any, len(d.conv))
+			for i := range d.conv {
+				c := &d.conv[i]
+				s := ""
+				if where[i] >= 0 {
+					s = fields[where[i]]
+				}
+				switch {
+				case s == "" && c.col.Nullable:
+					row[i] = nil
+				case s == "" && c.col.Type.Kind != catalog.KindString:
+					bad = badValue(c.col, "empty but the column is not nullable")
+				default:
+					row[i], bad = c.fromText(s)
+				}
+				if bad != nil {
+					row = nil
+					break
+				}
+			}
+		}
+		if e := emit(line, raw, row, bad); e != nil {
+			return e
+		}
+	}
+}
+
+func (d *decoder) decodeParquet(ctx context.Context, st cloud.Store, key string, size int64, emit emitFunc) error {
+	var n int64
+	var raw []byte
+	return catalog.ScanParquet(ctx, st, key, size, d.schema, func(row []any) error {
+		n++
+		var bad error
+		for i := range d.conv {
+			var v any
+			if v, bad = d.conv[i].checkValue(row[i]); bad != nil {
+				break
+			}
+			row[i] = v
+		}
+		raw = raw[:0]
+		if bad != nil {
+			raw = d.renderRow(raw, row)
+			row = nil
+		}
+		return emit(n, raw, row, bad)
+	})
+}
+
+// renderRow renders a Parquet row as a JSON object of canonical texts, the
+// raw form a quarantined Parquet record keeps.
+func (d *decoder) renderRow(dst []byte, row []any) []byte {
+	m := make(map[string]any, len(row))
+	for i, c := range d.schema.Columns {
+		if row[i] == nil {
+			m[c.Name] = nil
+			continue
+		}
+		m[c.Name] = catalog.FormatValue(c.Type, row[i])
+	}
+	b, _ := json.Marshal(m)
+	return append(dst, b...)
+}

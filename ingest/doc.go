@@ -1,0 +1,23 @@
+// Package ingest appends what has arrived at a source to a table, exactly
+// once: it lists the source, takes what the table's checkpoint does not
+// record yet, decodes and validates it against the table schema, writes
+// Parquet files partitioned by event time, and commits those files together
+// with the advanced checkpoint in one catalog version.
+//
+// It owns the sources (landing files today; Kafka is a later step), the
+// decoders (JSON lines, CSV with a header row, Parquet; gzip and zstd by
+// extension), per-record validation, the quarantine of bad records, and the
+// micro-batch buffer that bounds memory by a budget rather than by run size.
+//
+// Exactly once rests on the catalog's commit protocol: data files are
+// written first under fresh names, then one commit adds them and moves the
+// source checkpoint, with the checkpoint the run started from as a
+// requirement. A crash before the commit leaves only orphan files (vacuum
+// removes them) and a rerun takes the same input again; a run that lost the
+// race to a concurrent run of the same source fails with catalog.ErrConflict
+// and commits nothing to the table.
+//
+// The package imports catalog and cloud only. It never imports compact,
+// rollup or warehouse: helpers that two job packages need belong in catalog
+// or cloud.
+package ingest

@@ -1,0 +1,411 @@
+package ingest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluice-data/sluice/catalog"
+	"github.com/sluice-data/sluice/cloud"
+)
+
+// Sentinel errors of a run; test with errors.Is.
+var (
+	// ErrKafkaNotBuilt: the source is a kafka:// URL, which this version
+	// of sluice does not read yet.
+	ErrKafkaNotBuilt = errors.New("the Kafka source is not built yet")
+	// ErrFilesFailed: some landing files could not be read as a whole
+	// (a truncated gzip stream, a Parquet file of an incompatible schema).
+	// The run committed the other files; the failed ones are not recorded
+	// in the checkpoint, so a fixed copy is taken by the next run.
+	ErrFilesFailed = errors.New("landing files failed")
+)
+
+// QuarantineSchema is the schema of a quarantine table: where a bad record
+// came from (the landing file's URL; its position as name:line), why it
+// was refused, its raw bytes, and when it was ingested. The table is
+// partitioned by day(ingested_at).
+const QuarantineSchema = "source:string,position:string,reason:string,raw:binary,ingested_at:timestamp"
+
+// FileFailure is one landing file that failed as a whole.
+type FileFailure struct {
+	File string // URL of the landing file
+	Err  error
+}
+
+// Result says what one run did. RecordsIn = RowsWritten +
+// RecordsQuarantined always; the records of failed files are counted in
+// none of them.
+type Result struct {
+	RecordsIn          int64
+	RowsWritten        int64
+	RecordsQuarantined int64
+	// FilesIn are the landing files taken (recorded in the checkpoint);
+	// FilesFailed those that failed whole; FilesWaiting those younger than
+	// MinAge; FilesSeen every file listed.
+	FilesIn, FilesFailed, FilesWaiting, FilesSeen int
+	// BytesIn is the stored size of the files taken.
+	BytesIn int64
+	// FilesOut are the data files written to the table.
+	FilesOut int
+	// Version is the table's version after the run (unchanged when there
+	// was nothing to take); QuarantineVersion the quarantine table's, 0
+	// when it was not written.
+	Version, QuarantineVersion int64
+	// Partitions the run's commit touched, sorted.
+	Partitions []string
+	// Failures lists the failed files.
+	Failures []FileFailure
+}
+
+// landingFile is one listed file to take.
+type landingFile struct {
+	name string // key relative to the source prefix
+	size int64
+}
+
+// Run takes the landing files under source (a path, file://, s3:// or az://
+// prefix) that table t's checkpoint does not record yet and appends their
+// records to t, exactly once; see the package documentation.
+//
+// Commit order: the quarantine table first, then t. The quarantine commit
+// records, under its own checkpoint, which landing files' bad records it
+// holds; a rerun after a crash between the two commits still takes those
+// files (t's checkpoint does not have them) but does not quarantine their
+// records again. So neither table loses or duplicates a record, whatever
+// the crash point. The reverse order could lose quarantined records: t
+// would record the files as taken and no rerun would read them again.
+//
+// When some files fail as a whole, Run still commits the others and then
+// returns the Result with an error wrapping ErrFilesFailed that names the
+// first failed file and its cause.
+func Run(ctx context.Context, t *catalog.Table, source string, o Options) (Result, error) {
+	var res Result
+	if strings.HasPrefix(strings.ToLower(source), "kafka://") {
+		return res, fmt.Errorf("ingest %s: %w", source, ErrKafkaNotBuilt)
+	}
+	if err := o.Validate(); err != nil {
+		return res, err
+	}
+	o = o.withDefaults()
+	log := o.Logger.With("table", t.Location(), "source", source)
+	m, err := t.Latest(ctx)
+	if err != nil {
+		return res, fmt.Errorf("ingest into %s: %w", t.Location(), err)
+	}
+	res.Version = m.Version
+	loc, err := cloud.ParseLocation(source)
+	if err != nil {
+		return res, fmt.Errorf("ingest: --from: %w", err)
+	}
+	src, err := cloud.Open(ctx, source)
+	if err != nil {
+		return res, fmt.Errorf("ingest: %w", err)
+	}
+	defer src.Close()
+
+	cpKey := "landing:" + loc.String()
+	cpBase := m.Checkpoints[cpKey]
+	cp, err := parseCheckpoint(cpBase)
+	if err != nil {
+		return res, fmt.Errorf("ingest into %s: %s: %w", t.Location(), cpKey, err)
+	}
+
+	// The quarantine table, and which files' bad records it already holds.
+	qloc := o.Quarantine
+	if qloc == "" {
+		qloc = strings.TrimRight(t.Location(), "/") + "_quarantine"
+	}
+	qt, err := catalog.Open(ctx, qloc, catalog.Options{Logger: o.Logger})
+	if err != nil {
+		return res, fmt.Errorf("ingest: quarantine %s: %w", qloc, err)
+	}
+	defer qt.Close()
+	qm, err := openQuarantine(ctx, qt)
+	if err != nil {
+		return res, err
+	}
+	tableLoc := t.Location()
+	if l, err := cloud.ParseLocation(tableLoc); err == nil {
+		tableLoc = l.String()
+	}
+	qKey := "quarantined:" + tableLoc + " " + loc.String()
+	var qBase json.RawMessage
+	if qm != nil {
+		qBase = qm.Checkpoints[qKey]
+	}
+	qcp, err := parseCheckpoint(qBase)
+	if err != nil {
+		return res, fmt.Errorf("ingest: quarantine %s: %s: %w", qloc, qKey, err)
+	}
+
+	// List, oldest name first; paged by the store.
+	start := time.Now()
+	var listed []string
+	var todo []landingFile
+	cutoff := time.Now().Add(-o.MinAge)
+	err = src.List(ctx, "", func(oi cloud.ObjectInfo) error {
+		if hidden(oi.Key) {
+			return nil
+		}
+		listed = append(listed, oi.Key)
+		if cp.has(oi.Key) {
+			return nil
+		}
+		if o.MinAge > 0 && oi.ModTime.After(cutoff) {
+			res.FilesWaiting++
+			return nil
+		}
+		todo = append(todo, landingFile{name: oi.Key, size: oi.Size})
+		return nil
+	})
+	if err != nil {
+		return res, fmt.Errorf("ingest: list %s: %w", source, err)
+	}
+	res.FilesSeen = len(listed)
+	log.LogAttrs(ctx, slog.LevelInfo, "list", slog.Int("files", len(listed)), slog.Int("new", len(todo)),
+		slog.Int("waiting", res.FilesWaiting), slog.Duration("took", time.Since(start)))
+	if len(todo) == 0 {
+		return res, nil
+	}
+
+	target := o.TargetFileSize
+	if target == 0 {
+		target = DefaultTargetFileSize
+		if n, err := strconv.ParseInt(m.Properties["target_file_size"], 10, 64); err == nil && n > 0 {
+			target = n
+		}
+	}
+	qschema, _ := catalog.ParseSchema(QuarantineSchema)
+	qman := &catalog.Manifest{Schema: qschema, Spec: quarantineSpec(qschema)}
+
+	// Read, starting over without a file that failed after its rows
+	// reached a writer (see errRestart).
+	excluded := map[string]error{}
+	var rd *reading
+	for {
+		rd = &reading{o: o, src: src, srcURL: loc.String(), qcp: qcp, now: time.Now().UTC().Truncate(time.Microsecond),
+			main: newSink(t, m, o.MemoryBudget*3/4, target),
+			quar: newSink(qt, qman, o.MemoryBudget/4, target),
+			dec:  newDecoder(m.Schema, o)}
+		err = rd.readAll(ctx, todo, excluded)
+		if !errors.Is(err, errRestart) {
+			break
+		}
+		log.LogAttrs(ctx, slog.LevelWarn, "restart", slog.String("failed", rd.restartFile))
+	}
+	var mainFiles, qFiles []catalog.DataFile
+	if err == nil {
+		mainFiles, err = rd.main.close(ctx)
+	}
+	if err == nil {
+		qFiles, err = rd.quar.close(ctx)
+	}
+	if err != nil {
+		cleanup := context.WithoutCancel(ctx)
+		rd.main.abort(cleanup)
+		rd.quar.abort(cleanup)
+		return res, fmt.Errorf("ingest %s: %w", source, err)
+	}
+	res.RecordsIn, res.RowsWritten, res.RecordsQuarantined = rd.recordsIn, rd.rowsOut, rd.quarantined
+	res.FilesIn, res.BytesIn, res.FilesOut = len(rd.taken), rd.bytesIn, len(mainFiles)
+	res.Failures = rd.failures
+	res.FilesFailed = len(rd.failures)
+	log.LogAttrs(ctx, slog.LevelInfo, "read", slog.Int("files", len(rd.taken)), slog.Int64("records", rd.recordsIn),
+		slog.Int64("quarantined", rd.quarantined), slog.Int("failed", len(rd.failures)), slog.Duration("took", time.Since(start)))
+
+	// Commit the quarantine table first (see above), then the table.
+	if len(qFiles) > 0 {
+		newQ := qcp.without(cp.has).with(rd.quarantinedFiles, nil, false)
+		if qm == nil {
+			if _, err := createQuarantine(ctx, qt, qschema, o.RunID); err != nil {
+				return res, err
+			}
+		}
+		qv, err := qt.Commit(ctx, catalog.Change{Operation: "ingest", RunID: o.RunID, Add: qFiles, DataChange: true,
+			Checkpoints:    map[string]json.RawMessage{qKey: newQ.raw()},
+			CheckpointBase: map[string]json.RawMessage{qKey: qBase}})
+		if err != nil {
+			return res, fmt.Errorf("ingest: commit quarantine %s: %w", qloc, err)
+		}
+		res.QuarantineVersion = qv.Version
+	}
+	if len(rd.taken) > 0 {
+		newCP := cp.with(rd.taken, listed, o.OrderedNames)
+		v, err := t.Commit(ctx, catalog.Change{Operation: "ingest", RunID: o.RunID, Add: mainFiles, DataChange: true,
+			Checkpoints:    map[string]json.RawMessage{cpKey: newCP.raw()},
+			CheckpointBase: map[string]json.RawMessage{cpKey: cpBase}})
+		if err != nil {
+			return res, fmt.Errorf("ingest: commit %s: %w", t.Location(), err)
+		}
+		res.Version = v.Version
+		res.Partitions = v.Summary.Partitions
+	}
+	log.LogAttrs(ctx, slog.LevelInfo, "commit", slog.Int64("version", res.Version),
+		slog.Int64("quarantine_version", res.QuarantineVersion), slog.Duration("took", time.Since(start)))
+	if len(rd.failures) > 0 {
+		f := rd.failures[0]
+		more := ""
+		if n := len(rd.failures) - 1; n > 0 {
+			more = fmt.Sprintf(" (and %d more failed file(s))", n)
+		}
+		return res, fmt.Errorf("ingest %s: %w%s: %w", f.File, f.Err, more, ErrFilesFailed)
+	}
+	return res, nil
+}
+
+// hidden tells whether a landing key is metadata, not data: a file or
+// folder whose name starts with '_' or '.' (_SUCCESS, .tmp files), as
+// Spark and Hadoop writers leave them.
+func hidden(key string) bool {
+	for seg := range strings.SplitSeq(key, "/") {
+		if strings.HasPrefix(seg, "_") || strings.HasPrefix(seg, ".") {
+			return true
+		}
+	}
+	return false
+}
+
+func quarantineSpec(s catalog.Schema) catalog.PartitionSpec {
+	spec, _ := catalog.ParsePartitionSpec("day(ingested_at)", s)
+	return spec
+}
+
+// openQuarantine returns the quarantine table's latest manifest, nil if
+// the table does not exist yet. An existing table must have the
+// quarantine schema.
+func openQuarantine(ctx context.Context, qt *catalog.Table) (*catalog.Manifest, error) {
+	qm, err := qt.Latest(ctx)
+	if errors.Is(err, catalog.ErrTableNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ingest: quarantine %s: %w", qt.Location(), err)
+	}
+	if qm.Schema.String() != QuarantineSchema {
+		return nil, fmt.Errorf("ingest: quarantine %s: schema %q is not a quarantine table's (%s)", qt.Location(), qm.Schema.String(), QuarantineSchema)
+	}
+	return qm, nil
+}
+
+// createQuarantine creates the quarantine table on first use; a concurrent
+// run creating it too is fine.
+func createQuarantine(ctx context.Context, qt *catalog.Table, s catalog.Schema, runID string) (*catalog.Manifest, error) {
+	qm, err := qt.Create(ctx, s, quarantineSpec(s), nil, runID)
+	if errors.Is(err, catalog.ErrTableExists) {
+		return openQuarantine(ctx, qt)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ingest: create quarantine %s: %w", qt.Location(), err)
+	}
+	return qm, nil
+}
+
+// reading is one pass over the files to take.
+type reading struct {
+	o      Options
+	src    cloud.Store
+	srcURL string
+	qcp    checkpoint // files whose bad records the quarantine holds
+	now    time.Time
+	main   *sink
+	quar   *sink
+	dec    *decoder
+
+	taken            []string
+	quarantinedFiles []string // taken files with at least one bad record
+	failures         []FileFailure
+	restartFile      string
+	recordsIn        int64
+	rowsOut          int64
+	quarantined      int64
+	bytesIn          int64
+}
+
+func (rd *reading) readAll(ctx context.Context, todo []landingFile, excluded map[string]error) error {
+	for i, f := range todo {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if rd.o.MaxRecords > 0 && rd.recordsIn >= rd.o.MaxRecords {
+			break
+		}
+		url := rd.src.URL(f.name)
+		if cause, ok := excluded[f.name]; ok {
+			rd.failures = append(rd.failures, FileFailure{File: url, Err: cause})
+			continue
+		}
+		var in, rows, bad int64
+		alreadyQuarantined := rd.qcp.has(f.name)
+		err := rd.dec.decodeFile(ctx, rd.src, f.name, f.size, rd.o.Format, func(pos int64, raw []byte, row []any, why error) error {
+			in++
+			if why == nil {
+				rows++
+				if err := rd.main.add(ctx, row, len(raw)+1); err != nil {
+					return &writeError{err}
+				}
+				return nil
+			}
+			var re *recordError
+			if !errors.As(why, &re) {
+				return why
+			}
+			bad++
+			if alreadyQuarantined {
+				return nil
+			}
+			q := []any{url, path.Base(f.name) + ":" + strconv.FormatInt(pos, 10), re.reason, append([]byte(nil), raw...), rd.now}
+			if err := rd.quar.add(ctx, q, len(raw)); err != nil {
+				return &writeError{err}
+			}
+			return nil
+		})
+		if err != nil {
+			var we *writeError
+			if errors.As(err, &we) {
+				return we.err
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			e1, e2 := rd.main.fileFailed(), rd.quar.fileFailed()
+			if e1 != nil || e2 != nil {
+				excluded[f.name] = err
+				rd.restartFile = url
+				return errRestart
+			}
+			rd.failures = append(rd.failures, FileFailure{File: url, Err: err})
+			continue
+		}
+		if err := rd.main.fileDone(ctx); err != nil {
+			return err
+		}
+		if err := rd.quar.fileDone(ctx); err != nil {
+			return err
+		}
+		rd.taken = append(rd.taken, f.name)
+		if bad > 0 && !alreadyQuarantined {
+			rd.quarantinedFiles = append(rd.quarantinedFiles, f.name)
+		}
+		rd.recordsIn += in
+		rd.rowsOut += rows
+		rd.quarantined += bad
+		rd.bytesIn += f.size
+		if rd.o.Progress != nil {
+			rd.o.Progress(i+1, len(todo))
+		}
+	}
+	return nil
+}
+
+// writeError is a failure to write the output, which fails the run rather
+// than the landing file being read.
+type writeError struct{ err error }
+
+func (e *writeError) Error() string { return e.err.Error() }

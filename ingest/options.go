@@ -1,0 +1,143 @@
+package ingest
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+)
+
+// Format names a landing file's encoding.
+type Format string
+
+// The formats a landing file may have. FormatAuto picks one by extension.
+const (
+	FormatAuto    Format = ""
+	FormatJSONL   Format = "jsonl"
+	FormatCSV     Format = "csv"
+	FormatParquet Format = "parquet"
+)
+
+// EpochUnit is the unit of a number given for a timestamp column.
+type EpochUnit string
+
+// Epoch units: seconds, milliseconds, microseconds since 1970-01-01 UTC.
+const (
+	EpochSeconds      EpochUnit = "s"
+	EpochMilliseconds EpochUnit = "ms"
+	EpochMicroseconds EpochUnit = "us"
+)
+
+// Options tune one ingest run. The zero value of each field means its
+// default (see DefaultOptions); Validate names every bad field.
+type Options struct {
+	// Format forces the landing files' format; FormatAuto (zero) picks it
+	// from each file's extension: .jsonl, .json, .ndjson, .csv, .parquet,
+	// each optionally followed by .gz or .zst.
+	Format Format
+	// MaxRecords stops taking files once this many records were read; the
+	// file that crosses it is read whole, because a landing file is taken
+	// whole or not at all. Zero: no limit.
+	MaxRecords int64
+	// MinAge skips files modified less than this long ago: a producer may
+	// still be writing them (local disk shows a file as it grows; an
+	// object store shows a multipart upload only when complete, but its
+	// time is the upload's start). They wait for the next run. Zero: take
+	// every file. Compared with the store's modification time, so allow
+	// for clock skew between this machine and the store.
+	MinAge time.Duration
+	// MaxRecordBytes is the largest record accepted, in bytes of its raw
+	// encoding (a JSON or CSV line); a larger one is quarantined with its
+	// first MaxRecordBytes bytes. Zero: 1 MiB.
+	MaxRecordBytes int
+	// EpochUnit is the unit of numbers given for timestamp columns. Zero:
+	// seconds.
+	EpochUnit EpochUnit
+	// MemoryBudget bounds, in bytes, the decoded rows held in memory
+	// before they are handed to the Parquet writers. Zero: 256 MiB.
+	MemoryBudget int64
+	// TargetFileSize is the size, in bytes, at which a partition's output
+	// file is finished and a new one started. Zero: the table's
+	// target_file_size property, else 256 MiB.
+	TargetFileSize int64
+	// Quarantine is the location of the quarantine table. Empty: the
+	// table's location + "_quarantine", beside it.
+	Quarantine string
+	// OrderedNames declares that landing file names only ever increase
+	// (date- or time-prefixed names, as Firehose, Kafka Connect and Spark
+	// write them), which lets the checkpoint keep a high-water mark instead
+	// of every name. Leave it false when a file may land with a name below
+	// one already taken: under a mark it would be skipped.
+	OrderedNames bool
+	// RunID identifies the run in the manifests it commits.
+	RunID string
+	// Logger receives one line per phase; nil: no logging.
+	Logger *slog.Logger
+	// Progress, when set, is called after each file with the files done
+	// and the files to take.
+	Progress func(done, total int)
+}
+
+// Defaults of Options.
+const (
+	DefaultMaxRecordBytes = 1 << 20
+	DefaultMemoryBudget   = 256 << 20
+	DefaultTargetFileSize = 256 << 20
+)
+
+// DefaultOptions returns the defaults spelled out.
+func DefaultOptions() Options {
+	return Options{MaxRecordBytes: DefaultMaxRecordBytes, EpochUnit: EpochSeconds,
+		MemoryBudget: DefaultMemoryBudget}
+}
+
+// Validate names every bad field.
+func (o Options) Validate() error {
+	var bad []string
+	switch o.Format {
+	case FormatAuto, FormatJSONL, FormatCSV, FormatParquet:
+	default:
+		bad = append(bad, fmt.Sprintf("Format %q: want jsonl, csv or parquet", o.Format))
+	}
+	switch o.EpochUnit {
+	case "", EpochSeconds, EpochMilliseconds, EpochMicroseconds:
+	default:
+		bad = append(bad, fmt.Sprintf("EpochUnit %q: want s, ms or us", o.EpochUnit))
+	}
+	if o.MaxRecords < 0 {
+		bad = append(bad, fmt.Sprintf("MaxRecords %d < 0", o.MaxRecords))
+	}
+	if o.MinAge < 0 {
+		bad = append(bad, fmt.Sprintf("MinAge %s < 0", o.MinAge))
+	}
+	if o.MaxRecordBytes < 0 {
+		bad = append(bad, fmt.Sprintf("MaxRecordBytes %d < 0", o.MaxRecordBytes))
+	}
+	if o.MemoryBudget < 0 {
+		bad = append(bad, fmt.Sprintf("MemoryBudget %d < 0", o.MemoryBudget))
+	}
+	if o.TargetFileSize < 0 {
+		bad = append(bad, fmt.Sprintf("TargetFileSize %d < 0", o.TargetFileSize))
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("ingest options: %s", strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+func (o Options) withDefaults() Options {
+	d := DefaultOptions()
+	if o.MaxRecordBytes == 0 {
+		o.MaxRecordBytes = d.MaxRecordBytes
+	}
+	if o.EpochUnit == "" {
+		o.EpochUnit = d.EpochUnit
+	}
+	if o.MemoryBudget == 0 {
+		o.MemoryBudget = d.MemoryBudget
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
