@@ -210,7 +210,26 @@ type staged struct {
 
 type builtRef struct {
 	baseID string
+	base   *PartitionRef // the ref it was built on; nil: none
 	ref    *PartitionRef // nil: the partition became empty
+}
+
+// rebaseRef returns b's result moved onto cur when cur only appended
+// pieces to the ref b was built on (what a concurrent append does): our
+// rewritten pieces stay valid and the winner's new pieces are added, so a
+// rebase over a stream of appends writes no piece again. ok is false when
+// cur changed the pieces b was built on (a removal or a merge).
+func (b builtRef) rebaseRef(cur *PartitionRef) (*PartitionRef, bool) {
+	if b.base == nil || cur == nil || b.ref == nil || len(cur.Pieces) <= len(b.base.Pieces) ||
+		!slices.Equal(cur.Pieces[:len(b.base.Pieces)], b.base.Pieces) {
+		return nil, false
+	}
+	ref := *b.ref
+	ref.Pieces = append(slices.Clone(b.ref.Pieces), cur.Pieces[len(b.base.Pieces):]...)
+	ref.Files += cur.Files - b.base.Files
+	ref.Rows += cur.Rows - b.base.Rows
+	ref.Bytes += cur.Bytes - b.base.Bytes
+	return &ref, true
 }
 
 func newStaged(t *Table, c *Change) *staged {
@@ -226,6 +245,15 @@ func newStaged(t *Table, c *Change) *staged {
 		s.removes[f.Partition][f.Path] = true
 	}
 	return s
+}
+
+func clonePartitionRef(r *PartitionRef) *PartitionRef {
+	if r == nil {
+		return nil
+	}
+	c := *r
+	c.Pieces = slices.Clone(r.Pieces)
+	return &c
 }
 
 func refID(ref *PartitionRef) string {
@@ -313,12 +341,20 @@ func (s *staged) build(ctx context.Context, base *Manifest) (*Manifest, error) {
 			}
 			id := refID(baseRef)
 			b, cached := s.built[p]
-			if !cached || b.baseID != id {
+			if cached && b.baseID != id {
+				if ref, ok := b.rebaseRef(baseRef); ok {
+					b = builtRef{baseID: id, base: clonePartitionRef(baseRef), ref: ref}
+					s.built[p] = b
+				} else {
+					cached = false
+				}
+			}
+			if !cached {
 				ref, err := s.buildPartition(ctx, p, baseRef)
 				if err != nil {
 					return nil, err
 				}
-				b = builtRef{baseID: id, ref: ref}
+				b = builtRef{baseID: id, base: clonePartitionRef(baseRef), ref: ref}
 				s.built[p] = b
 			}
 			switch {
