@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -20,6 +21,8 @@ type app struct {
 	jsonOut        bool
 	verbose        bool
 	runID          string
+	cpuProfile     string
+	stopProfile    func()
 	started        time.Time
 	logger         *slog.Logger
 }
@@ -53,6 +56,8 @@ Exit codes: 0 success, 1 failure (one line on stderr naming what and where),
 	root.PersistentFlags().BoolVar(&a.jsonOut, "json", false, "print a one-object JSON summary on stdout")
 	root.PersistentFlags().BoolVarP(&a.verbose, "verbose", "v", false, "log each phase to stderr (JSON lines when stderr is not a terminal)")
 	root.PersistentFlags().StringVar(&a.runID, "run-id", "", "identifier recorded in the manifest as the run that wrote it (default: a new UUID)")
+	root.PersistentFlags().StringVar(&a.cpuProfile, "cpuprofile", "", "write a CPU profile of the command to this file (for performance reports)")
+	_ = root.PersistentFlags().MarkHidden("cpuprofile")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return usageError{cmd: cmd.Name(), err: err}
 	})
@@ -65,6 +70,11 @@ Exit codes: 0 success, 1 failure (one line on stderr naming what and where),
 }
 
 func (a *app) setup() {
+	if a.cpuProfile != "" {
+		if f, err := os.Create(a.cpuProfile); err == nil && pprof.StartCPUProfile(f) == nil {
+			a.stopProfile = func() { pprof.StopCPUProfile(); f.Close() }
+		}
+	}
 	if a.runID == "" {
 		a.runID = uuid.NewString()
 	}

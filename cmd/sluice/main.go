@@ -28,6 +28,9 @@ func run(ctx context.Context, args []string) int {
 	root := app.rootCommand()
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
+	if app.stopProfile != nil {
+		app.stopProfile()
+	}
 	if err == nil {
 		return 0
 	}
