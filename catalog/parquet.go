@@ -562,10 +562,22 @@ const julianUnixEpoch = 2440588
 // then 4 bytes of Julian day, little endian) to a UTC time at microsecond
 // precision.
 func int96Time(i deprecated.Int96) time.Time {
+	return time.UnixMicro(Int96Micros(i)).UTC()
+}
+
+// Int96Micros converts an INT96 timestamp (Spark's legacy encoding: 8
+// bytes of nanoseconds of the day, then 4 bytes of Julian day, little
+// endian) to microseconds since the Unix epoch, rounding toward the past.
+func Int96Micros(i deprecated.Int96) int64 {
 	nanos := int64(uint64(i[1])<<32 | uint64(i[0]))
 	days := int64(i[2]) - julianUnixEpoch
-	return time.UnixMicro(days*86400_000_000 + floorDiv(nanos, 1000)).UTC()
+	return days*86400_000_000 + FloorDiv(nanos, 1000)
 }
+
+// FloorDiv divides rounding toward negative infinity, as time units are
+// converted (a nanosecond before the epoch is in the microsecond before
+// it).
+func FloorDiv(a, b int64) int64 { return floorDiv(a, b) }
 
 func floorDiv(a, b int64) int64 {
 	q := a / b
@@ -574,6 +586,10 @@ func floorDiv(a, b int64) int64 {
 	}
 	return q
 }
+
+// FormatUUID renders 16 bytes (Parquet's UUID logical type) as the
+// canonical 8-4-4-4-12 text; other lengths as plain hex.
+func FormatUUID(b []byte) string { return formatUUID(b) }
 
 func formatUUID(b []byte) string {
 	if len(b) != 16 {

@@ -73,18 +73,7 @@ func DescribeParquetFile(key string, f *parquet.File) (Schema, []ParquetColumn, 
 // parquet.Group would), with the physical types, logical types and
 // encodings listed on ParquetWriter.
 func ParquetSchema(schema Schema) (*parquet.Schema, error) {
-	if len(schema.Columns) == 0 {
-		return nil, fmt.Errorf("parquet schema: the schema has no columns")
-	}
-	fields := make(orderedGroup, len(schema.Columns))
-	for i, c := range schema.Columns {
-		n, _, err := columnNode(c)
-		if err != nil {
-			return nil, fmt.Errorf("parquet schema: column %q: %w", c.Name, err)
-		}
-		fields[i] = &namedField{Node: parquet.Compressed(n, NewDataFileCodec()), name: c.Name}
-	}
-	return parquet.NewSchema("sluice", fields), nil
+	return ParquetSchemaPlain(schema, nil)
 }
 
 // ParquetWriterOptions are the options sluice writes data files with: zstd,

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -12,7 +11,6 @@ import (
 	"os"
 
 	"github.com/parquet-go/parquet-go"
-	"github.com/parquet-go/parquet-go/deprecated"
 	"github.com/parquet-go/parquet-go/format"
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/semaphore"
@@ -820,14 +818,16 @@ func converter(c catalog.ParquetColumn, tc catalog.Column, to parquet.Type) (fun
 	case catalog.KindTimestamp:
 		switch {
 		case c.Kind == parquet.Int96:
-			return func(v parquet.Value) (parquet.Value, error) { return parquet.Int64Value(int96Micros(v.Int96())), nil }, nil
+			return func(v parquet.Value) (parquet.Value, error) {
+				return parquet.Int64Value(catalog.Int96Micros(v.Int96())), nil
+			}, nil
 		case c.Kind == parquet.Int64 && c.Unit == 1e6:
 			return nil, nil
 		case c.Kind == parquet.Int64 && c.Unit == 1e3:
 			return func(v parquet.Value) (parquet.Value, error) { return parquet.Int64Value(v.Int64() * 1000), nil }, nil
 		case c.Kind == parquet.Int64 && c.Unit == 1e9:
 			return func(v parquet.Value) (parquet.Value, error) {
-				return parquet.Int64Value(floorDiv(v.Int64(), 1000)), nil
+				return parquet.Int64Value(catalog.FloorDiv(v.Int64(), 1000)), nil
 			}, nil
 		}
 	case catalog.KindString, catalog.KindUUID:
@@ -836,7 +836,7 @@ func converter(c catalog.ParquetColumn, tc catalog.Column, to parquet.Type) (fun
 			return nil, nil
 		case from.Kind == catalog.KindUUID && c.Kind == parquet.FixedLenByteArray:
 			return func(v parquet.Value) (parquet.Value, error) {
-				return parquet.ByteArrayValue([]byte(formatUUID(v.ByteArray()))), nil
+				return parquet.ByteArrayValue([]byte(catalog.FormatUUID(v.ByteArray()))), nil
 			}, nil
 		}
 	case catalog.KindBinary:
@@ -957,34 +957,6 @@ func twosComplement(u *big.Int, size int) ([]byte, bool) {
 	m.Add(m, u)
 	m.FillBytes(out)
 	return out, true
-}
-
-// julianUnixEpoch is the Julian day number of 1970-01-01.
-const julianUnixEpoch = 2440588
-
-// int96Micros converts an INT96 timestamp (8 bytes of nanoseconds of the
-// day, then 4 bytes of Julian day, little endian) to microseconds since the
-// Unix epoch, as catalog reads it.
-func int96Micros(i deprecated.Int96) int64 {
-	nanos := int64(uint64(i[1])<<32 | uint64(i[0]))
-	days := int64(i[2]) - julianUnixEpoch
-	return days*86400_000_000 + floorDiv(nanos, 1000)
-}
-
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if (a%b != 0) && ((a < 0) != (b < 0)) {
-		q--
-	}
-	return q
-}
-
-func formatUUID(b []byte) string {
-	h := hex.EncodeToString(b)
-	if len(b) != 16 {
-		return h
-	}
-	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
 }
 
 // storedSchema renders a schema as Parquet stores it: a uuid column is
