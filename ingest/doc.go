@@ -4,7 +4,9 @@
 // Parquet files partitioned by event time, and commits those files together
 // with the advanced checkpoint in one catalog version.
 //
-// It owns the sources (landing files today; Kafka is a later step), the
+// It owns the sources (landing files; Kafka topics, read by offset from
+// directly assigned partitions — sharing partitions between instances
+// through a consumer group is a later step), the
 // decoders (JSON lines, CSV with a header row, Parquet; gzip and zstd by
 // extension), per-record validation, the quarantine of bad records, and the
 // micro-batch buffer that bounds memory by a budget rather than by run size.

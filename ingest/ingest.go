@@ -17,9 +17,6 @@ import (
 
 // Sentinel errors of a run; test with errors.Is.
 var (
-	// ErrKafkaNotBuilt: the source is a kafka:// URL, which this version
-	// of sluice does not read yet.
-	ErrKafkaNotBuilt = errors.New("the Kafka source is not built yet")
 	// ErrFilesFailed: some landing files could not be read as a whole
 	// (a truncated gzip stream, a Parquet file of an incompatible schema).
 	// The run committed the other files; the failed ones are not recorded
@@ -62,6 +59,9 @@ type Result struct {
 	Partitions []string
 	// Failures lists the failed files.
 	Failures []FileFailure
+	// RecordsSkipped counts the Kafka records that retention deleted
+	// before any run read them, skipped under GapSkip.
+	RecordsSkipped int64
 }
 
 // landingFile is one listed file to take.
@@ -72,7 +72,9 @@ type landingFile struct {
 
 // Run takes the landing files under source (a path, file://, s3:// or az://
 // prefix) that table t's checkpoint does not record yet and appends their
-// records to t, exactly once; see the package documentation.
+// records to t, exactly once; see the package documentation. A
+// kafka://host:port[,host:port]/topic source is read by offsets instead
+// (see runKafka): each record's value is one JSON object.
 //
 // Commit order: the quarantine table first, then t. The quarantine commit
 // records, under its own checkpoint, which landing files' bad records it
@@ -88,7 +90,7 @@ type landingFile struct {
 func Run(ctx context.Context, t *catalog.Table, source string, o Options) (Result, error) {
 	var res Result
 	if strings.HasPrefix(strings.ToLower(source), "kafka://") {
-		return res, fmt.Errorf("ingest %s: %w", source, ErrKafkaNotBuilt)
+		return runKafka(ctx, t, source, o)
 	}
 	if err := o.Validate(); err != nil {
 		return res, err

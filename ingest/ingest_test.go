@@ -394,11 +394,3 @@ func TestIngestRollsFilesAtTheTargetSize(t *testing.T) {
 		t.Fatalf("%+v, %v", res, err)
 	}
 }
-
-func TestIngestKafkaIsNotBuiltYet(t *testing.T) {
-	tb := newTable(t, filepath.Join(t.TempDir(), "events"))
-	_, err := ingest.Run(context.Background(), tb, "kafka://127.0.0.1:9092/events", ingest.Options{})
-	if !errors.Is(err, ingest.ErrKafkaNotBuilt) {
-		t.Fatalf("err = %v", err)
-	}
-}

@@ -37,7 +37,8 @@ type Options struct {
 	Format Format
 	// MaxRecords stops taking files once this many records were read; the
 	// file that crosses it is read whole, because a landing file is taken
-	// whole or not at all. Zero: no limit.
+	// whole or not at all. A Kafka run stops at exactly this many records
+	// and checkpoints what it read. Zero: no limit.
 	MaxRecords int64
 	// MinAge skips files modified less than this long ago: a producer may
 	// still be writing them (local disk shows a file as it grows; an
@@ -69,6 +70,10 @@ type Options struct {
 	// of every name. Leave it false when a file may land with a name below
 	// one already taken: under a mark it would be skipped.
 	OrderedNames bool
+	// OnGap says what a Kafka run does when retention deleted records not
+	// yet read: GapFail (zero) fails with ErrKafkaGap, GapSkip records the
+	// gap in the checkpoint and reads on.
+	OnGap GapPolicy
 	// RunID identifies the run in the manifests it commits.
 	RunID string
 	// Logger receives one line per phase; nil: no logging.
@@ -103,6 +108,11 @@ func (o Options) Validate() error {
 	case "", EpochSeconds, EpochMilliseconds, EpochMicroseconds:
 	default:
 		bad = append(bad, fmt.Sprintf("EpochUnit %q: want s, ms or us", o.EpochUnit))
+	}
+	switch o.OnGap {
+	case GapFail, GapSkip, "fail":
+	default:
+		bad = append(bad, fmt.Sprintf("OnGap %q: want fail or skip", o.OnGap))
 	}
 	if o.MaxRecords < 0 {
 		bad = append(bad, fmt.Sprintf("MaxRecords %d < 0", o.MaxRecords))

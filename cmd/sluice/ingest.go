@@ -15,14 +15,14 @@ import (
 
 func (a *app) ingestCommand() *cobra.Command {
 	var (
-		from, format, quarantine, epochUnit, maxRecordBytes, memory string
-		maxRecords                                                  int64
-		minAge                                                      time.Duration
-		ordered                                                     bool
+		from, format, quarantine, epochUnit, maxRecordBytes, memory, onGap string
+		maxRecords                                                         int64
+		minAge                                                             time.Duration
+		ordered                                                            bool
 	)
 	cmd := &cobra.Command{
-		Use:   "ingest TABLE --from SOURCE [--format jsonl|csv|parquet] [--max-records N] [--quarantine TABLE2] [--min-age D]",
-		Short: "Ingest landing files into a table, exactly once",
+		Use:   "ingest TABLE --from SOURCE [--format jsonl|csv|parquet] [--max-records N] [--quarantine TABLE2] [--min-age D] [--on-gap fail|skip]",
+		Short: "Ingest landing files or a Kafka topic into a table, exactly once",
 		Long: `Append the landing files under SOURCE (a path, file://, s3:// or az:// prefix)
 that TABLE has not taken yet, and record them in the same commit: a rerun
 takes only new files; a crashed run leaves nothing half-done and is redone.
@@ -36,20 +36,26 @@ gzip, a Parquet file of an incompatible schema) is reported, not recorded,
 and retried by the next run; the others are committed and the exit code is 1.
 
 Files younger than --min-age are left for the next run: a producer may
-still be writing them. Kafka sources (kafka://) are not built yet.`,
+still be writing them.
+
+A Kafka source, kafka://host:port[,host:port]/topic, is read per partition
+from the offsets TABLE records up to the end offsets listed when the run
+starts, with read_committed isolation; each record's value is one JSON
+object. The offsets are committed with the files. Records that retention
+deleted before they were read fail the run, or with --on-gap skip are
+recorded as a gap and skipped.`,
 		Example: `  sluice ingest ./lake/events --from s3://landing/events/ --json
+  sluice ingest ./lake/events --from kafka://broker1:9092,broker2:9092/events --max-records 1000000
   sluice ingest ./lake/events --from ./incoming --format csv --min-age 2m`,
 		Args: exactArgs(1, "TABLE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if from == "" {
 				return usageError{cmd: "ingest", err: errors.New("ingest: --from SOURCE is required")}
 			}
-			if strings.HasPrefix(strings.ToLower(from), "kafka://") {
-				return fmt.Errorf("ingest %s: %w", from, ingest.ErrKafkaNotBuilt)
-			}
+			kafka := strings.HasPrefix(strings.ToLower(from), "kafka://")
 			o := ingest.Options{Format: ingest.Format(format), MaxRecords: maxRecords, MinAge: minAge,
 				EpochUnit: ingest.EpochUnit(epochUnit), Quarantine: quarantine, OrderedNames: ordered,
-				RunID: a.runID, Logger: a.logger}
+				OnGap: ingest.GapPolicy(onGap), RunID: a.runID, Logger: a.logger}
 			if maxRecordBytes != "" {
 				n, err := humanize.ParseBytes(maxRecordBytes)
 				if err != nil || n == 0 {
@@ -72,7 +78,11 @@ still be writing them. Kafka sources (kafka://) are not built yet.`,
 				return err
 			}
 			defer t.Close()
-			bar := a.progress("ingesting files")
+			what := "ingesting files"
+			if kafka {
+				what = "ingesting records"
+			}
+			bar := a.progress(what)
 			o.Progress = bar.set
 			res, err := ingest.Run(cmd.Context(), t, from, o)
 			bar.done()
@@ -82,8 +92,13 @@ still be writing them. Kafka sources (kafka://) are not built yet.`,
 				}
 				return err
 			}
-			a.note("took %d of %d files: %d records, %d rows written, %d quarantined, %d files failed; %s at version %d",
-				res.FilesIn, res.FilesSeen, res.RecordsIn, res.RowsWritten, res.RecordsQuarantined, res.FilesFailed, args[0], res.Version)
+			if kafka {
+				a.note("%d records, %d rows written, %d quarantined, %d skipped by retention; %s at version %d",
+					res.RecordsIn, res.RowsWritten, res.RecordsQuarantined, res.RecordsSkipped, args[0], res.Version)
+			} else {
+				a.note("took %d of %d files: %d records, %d rows written, %d quarantined, %d files failed; %s at version %d",
+					res.FilesIn, res.FilesSeen, res.RecordsIn, res.RowsWritten, res.RecordsQuarantined, res.FilesFailed, args[0], res.Version)
+			}
 			parts := res.Partitions
 			if parts == nil {
 				parts = []string{}
@@ -93,6 +108,9 @@ still be writing them. Kafka sources (kafka://) are not built yet.`,
 				"files_in": res.FilesIn, "files_failed": res.FilesFailed, "files_waiting": res.FilesWaiting,
 				"files_out": res.FilesOut, "bytes_in": res.BytesIn, "version": res.Version,
 				"partitions": parts}
+			if kafka {
+				out["records_skipped"] = res.RecordsSkipped
+			}
 			if res.QuarantineVersion > 0 {
 				out["quarantine_version"] = res.QuarantineVersion
 			}
@@ -102,14 +120,15 @@ still be writing them. Kafka sources (kafka://) are not built yet.`,
 			return err
 		},
 	}
-	cmd.Flags().StringVar(&from, "from", "", "landing prefix: path, file://, s3://, az:// (kafka:// is not built yet)")
+	cmd.Flags().StringVar(&from, "from", "", "landing prefix (path, file://, s3://, az://) or kafka://host:port[,host:port]/topic")
 	cmd.Flags().StringVar(&format, "format", "", "jsonl, csv or parquet (default: by each file's extension)")
-	cmd.Flags().Int64Var(&maxRecords, "max-records", 0, "stop taking files once this many records were read (files are taken whole)")
+	cmd.Flags().Int64Var(&maxRecords, "max-records", 0, "stop once this many records were read (landing files are taken whole; Kafka stops exactly)")
 	cmd.Flags().StringVar(&quarantine, "quarantine", "", "quarantine table for bad records (default: TABLE + \"_quarantine\")")
 	cmd.Flags().DurationVar(&minAge, "min-age", 0, "leave files modified more recently than this for the next run")
 	cmd.Flags().StringVar(&epochUnit, "epoch-unit", "s", "unit of numeric timestamps: s, ms or us")
 	cmd.Flags().StringVar(&maxRecordBytes, "max-record-bytes", "1MiB", "largest record accepted; larger ones are quarantined")
 	cmd.Flags().StringVar(&memory, "memory", "256MiB", "memory budget for rows buffered before they are written")
 	cmd.Flags().BoolVar(&ordered, "ordered-names", false, "landing file names only increase: keep a high-water mark in the checkpoint instead of every name")
+	cmd.Flags().StringVar(&onGap, "on-gap", "fail", "Kafka: when retention deleted records not yet read, fail, or skip them and record the gap")
 	return cmd
 }

@@ -91,7 +91,10 @@ func TestIngestCommandErrors(t *testing.T) {
 	dir := t.TempDir()
 	loc := filepath.Join(dir, "events")
 	initEvents(t, loc)
-	failsWithOneLine(t, sluice(t, nil, "ingest", loc, "--from", "kafka://127.0.0.1:9092/events"), "Kafka source is not built yet")
+	failsWithOneLine(t, sluice(t, nil, "ingest", loc, "--from", "kafka://127.0.0.1:9092"), "want kafka://host:port")
+	if r := sluice(t, nil, "ingest", loc, "--from", "kafka://127.0.0.1:9092/events", "--on-gap", "ignore"); r.code != 2 {
+		t.Fatalf("--on-gap ignore: exit %d, want 2", r.code)
+	}
 	if r := sluice(t, nil, "ingest", loc); r.code != 2 {
 		t.Fatalf("no --from: exit %d, want 2", r.code)
 	}

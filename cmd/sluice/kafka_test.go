@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice-data/sluice/internal/testenv"
+)
+
+// TestIngestKafkaKilledRunsExactlyOnce produces records over 4 partitions
+// of an in-process broker, kills `sluice ingest` from the topic with
+// SIGKILL at random moments 20 times, then lets one run finish: the table
+// holds every record exactly once (rows and checksum equal those of a run
+// that was never killed), and the quarantine every bad record once.
+func TestIngestKafkaKilledRunsExactlyOnce(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, "events"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	addrs := strings.Join(c.ListenAddrs(), ",")
+	src := "kafka://" + addrs + "/events"
+	p, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.DefaultProduceTopic("events"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	const n, bad = 50000, 25
+	var rs []*kgo.Record
+	for i := range n {
+		v := fmt.Sprintf(`{"event_id":"6f1c3b9e-2a4d-4b8e-9c1f-%012d","list_id":%d,"tally":%d,"event_time":"2024-01-%02dT10:00:00Z"}`,
+			i, i, i%7, 1+i%28)
+		if i%(n/bad) == 0 {
+			v = `{"event_id":"cat /etc/passwd","list_id":1,"tally":1,"event_time":"2024-01-01T00:00:00Z"}`
+		}
+		rs = append(rs, &kgo.Record{Value: []byte(v), Partition: int32(i % 4)})
+	}
+	if err := p.ProduceSync(context.Background(), rs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	dir := t.TempDir()
+	ref := filepath.Join(dir, "reference")
+	initEvents(t, ref)
+	s := ingestSummary(t, mustSluice(t, "ingest", ref, "--from", src, "--json"))
+	if s["records_in"] != float64(n) || s["rows_written"] != float64(n-bad) || s["records_quarantined"] != float64(bad) {
+		t.Fatalf("reference run: %v", s)
+	}
+	want := tableRead(t, ref)
+
+	loc := filepath.Join(dir, "events")
+	initEvents(t, loc)
+	rng := rand.New(rand.NewPCG(2, uint64(time.Now().UnixNano())))
+	for i := range 20 {
+		cmd := exec.Command(sluiceBin, "ingest", loc, "--from", src, "--max-records", fmt.Sprint(500+rng.IntN(3000)))
+		cmd.Env = append(os.Environ(), testenv.Env()...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(rng.IntN(120)) * time.Millisecond)
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		err := cmd.Wait()
+		t.Logf("run %d: %v; table at version %d", i, err, len(lines(mustSluice(t, "history", loc).stdout))-1)
+	}
+	mustSluice(t, "ingest", loc, "--from", src)
+	got := tableRead(t, loc)
+	if got.Rows != want.Rows || got.Checksum != want.Checksum {
+		t.Fatalf("after kills: %d rows, checksum %s; want %d rows, checksum %s", got.Rows, got.Checksum, want.Rows, want.Checksum)
+	}
+	if q := tableRead(t, loc+"_quarantine"); q.Rows != bad {
+		t.Fatalf("quarantine holds %d rows, want %d (one per bad record, never twice)", q.Rows, bad)
+	}
+	s = ingestSummary(t, mustSluice(t, "ingest", loc, "--from", src, "--json"))
+	if s["records_in"] != 0.0 {
+		t.Fatalf("a final rerun took records: %v", s)
+	}
+}
