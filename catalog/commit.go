@@ -112,7 +112,7 @@ func (t *Table) Commit(ctx context.Context, c Change) (*Manifest, error) {
 	}
 	bo := backoff.NewExponentialBackOff()
 	bo.InitialInterval = 2 * time.Millisecond
-	bo.MaxInterval = 500 * time.Millisecond
+	bo.MaxInterval = 200 * time.Millisecond
 	bo.MaxElapsedTime = 2 * time.Minute
 	attempts := 0
 	for {
@@ -138,18 +138,14 @@ func (t *Table) Commit(ctx context.Context, c Change) (*Manifest, error) {
 		if !errors.Is(err, cloud.ErrPreconditionFailed) {
 			return nil, fmt.Errorf("%s: commit %s: version %d: %w", t.loc, c.Operation, next.Version, err)
 		}
-		// Lost the race for next.Version: read the winner(s) and rebase.
+		// Lost the race for next.Version. Back off first, then read the
+		// newest version and rebase on it: reading before the wait would
+		// rebase on a version that a steady writer (an ingest appending
+		// every few seconds) has superseded by the time we try again, and
+		// a slow commit could lose every race.
 		if c.Create {
 			return nil, fmt.Errorf("%s: %w", t.loc, ErrTableExists)
 		}
-		winner, err := t.Latest(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("%s: commit %s: reload: %w", t.loc, c.Operation, err)
-		}
-		if err := st.check(ctx, first, winner); err != nil {
-			return nil, fmt.Errorf("%s: commit %s: %w", t.loc, c.Operation, err)
-		}
-		base = winner
 		wait := bo.NextBackOff()
 		if wait == backoff.Stop {
 			return nil, fmt.Errorf("%s: commit %s: gave up after %d lost races in %s: %w", t.loc, c.Operation, attempts, time.Since(start).Round(time.Millisecond), ErrConflict)
@@ -159,6 +155,14 @@ func (t *Table) Commit(ctx context.Context, c Change) (*Manifest, error) {
 			return nil, fmt.Errorf("%s: commit %s: %w", t.loc, c.Operation, ctx.Err())
 		case <-time.After(wait):
 		}
+		winner, err := t.Latest(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("%s: commit %s: reload: %w", t.loc, c.Operation, err)
+		}
+		if err := st.check(ctx, first, winner); err != nil {
+			return nil, fmt.Errorf("%s: commit %s: %w", t.loc, c.Operation, err)
+		}
+		base = winner
 	}
 }
 

@@ -234,6 +234,7 @@ func TestCompactionBesideConcurrentAppends(t *testing.T) {
 	}()
 	before := len(tableRows(t, tbl))
 	// Several small runs so that appends land between their commits.
+	compacted := 0
 	for range 3 {
 		res, err := compact.Run(ctx, tbl, compact.Options{Plan: compact.PlanOptions{TargetFileSize: 32 << 10, MinInputFiles: 2}, MaxCommits: 6})
 		if err != nil {
@@ -242,6 +243,12 @@ func TestCompactionBesideConcurrentAppends(t *testing.T) {
 		if err := res.Err(); err != nil {
 			t.Fatal(err)
 		}
+		// Appends never remove a file, so they never make compaction
+		// give up: it rebases and commits.
+		if len(res.Dropped) > 0 {
+			t.Fatalf("compaction dropped %v beside appends", res.Dropped)
+		}
+		compacted += len(res.Versions)
 		time.Sleep(150 * time.Millisecond)
 	}
 	close(stop)
@@ -251,6 +258,9 @@ func TestCompactionBesideConcurrentAppends(t *testing.T) {
 	}
 	if appended.Load() == 0 {
 		t.Fatal("no append ran during compaction")
+	}
+	if compacted == 0 {
+		t.Fatal("no compaction committed")
 	}
 	rows := tableRows(t, tbl)
 	if int64(len(rows)) != int64(before)+appended.Load() {
