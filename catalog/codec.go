@@ -81,8 +81,15 @@ func (c *adaptiveZstd) Encode(dst, src []byte) ([]byte, error) {
 	return fast, nil
 }
 
+// zstdCtxs are reusable compression contexts: ddzstd.CompressLevel
+// allocates and initializes a fresh context (about a MiB of tables at level
+// 3) for every page.
+var zstdCtxs = sync.Pool{New: func() any { return ddzstd.NewCtx() }}
+
 func compressLevel(dst, src []byte, level int) ([]byte, error) {
-	out, err := ddzstd.CompressLevel(dst[:cap(dst)], src, level)
+	zc := zstdCtxs.Get().(ddzstd.Ctx)
+	out, err := zc.CompressLevel(dst[:cap(dst)], src, level)
+	zstdCtxs.Put(zc)
 	if err != nil {
 		return dst[:0], fmt.Errorf("zstd level %d: %w", level, err)
 	}

@@ -6,11 +6,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
+	"math"
 	"math/big"
 	"os"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/encoding"
 	"github.com/parquet-go/parquet-go/format"
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/semaphore"
@@ -223,6 +226,7 @@ type rewriter struct {
 	outSum   uint64
 	outNulls []int64
 
+	ph              pageHashes // hashes of the inputs' typed page values
 	res             RewriteResult
 	encodingsChosen bool
 	vals            []parquet.Value
@@ -330,6 +334,10 @@ type colPlan struct {
 	relevel  bool                                         // set the levels (nullability or conversion differ)
 	def      int                                          // the table column's definition level of a non-null value
 	nullable bool
+	// pageHash: the values are hashed on the pages' typed values
+	// (pageHashes), whose definition level of a non-null value is maxDef.
+	pageHash bool
+	maxDef   byte
 }
 
 // copyFile decodes one input file into the output, a row group at a time.
@@ -346,6 +354,8 @@ func (rw *rewriter) copyFile(p *prefetched) error {
 	if err := catalog.CheckCompatible(rw.schema, fileSchema, key); err != nil {
 		return err
 	}
+	leafCols := map[int]*parquet.Column{}
+	leafColumns(f.Root(), leafCols)
 	plans := make([]colPlan, len(rw.schema.Columns))
 	for j, tc := range rw.schema.Columns {
 		pl := colPlan{leaf: -1, nullable: tc.Nullable}
@@ -363,6 +373,9 @@ func (rw *rewriter) copyFile(p *prefetched) error {
 			}
 			pl.conv = conv
 			pl.relevel = conv != nil || c.Nullable != tc.Nullable
+			if col := leafCols[c.Leaf]; conv == nil && col != nil && rw.ph.covers(col, rw.hashers[j]) {
+				pl.pageHash, pl.maxDef = true, byte(col.MaxDefinitionLevel())
+			}
 		}
 		plans[j] = pl
 	}
@@ -475,7 +488,6 @@ func (rw *rewriter) copyRowGroup(key string, rg parquet.RowGroup, plans []colPla
 	}
 	for j := range plans {
 		pl := &plans[j]
-		hv := rw.hashers[j]
 		cw := writers[j]
 		if pl.leaf < 0 {
 			for off := 0; off < n; {
@@ -495,68 +507,10 @@ func (rw *rewriter) copyRowGroup(key string, rg parquet.RowGroup, plans []colPla
 		}
 		k := rw.leaves[j].Type().Kind()
 		isBytes := k == parquet.ByteArray || k == parquet.FixedLenByteArray
-		r := parquet.NewColumnChunkValueReader(chunks[pl.leaf])
-		off := 0
-		var size int64
-		for {
-			m, rerr := r.ReadValues(rw.vals)
-			if m > 0 {
-				if off+m > n {
-					r.Close()
-					return fmt.Errorf("%s: %w: column %q holds more values than the row group's %d rows", key, catalog.ErrCorruptFile, rw.schema.Columns[j].Name, n)
-				}
-				vals := rw.vals[:m]
-				var nulls int64
-				for i := range vals {
-					v := &vals[i]
-					if v.IsNull() {
-						nulls++
-						if !pl.nullable {
-							r.Close()
-							return fmt.Errorf("%s: column %q: NULL in row %d of a row group but the table column is not nullable: %w", key, rw.schema.Columns[j].Name, off+i, catalog.ErrIncompatibleSchema)
-						}
-						if pl.relevel {
-							*v = parquet.NullValue().Level(0, 0, j)
-						}
-						continue
-					}
-					if pl.conv != nil {
-						x, err := pl.conv(*v)
-						if err != nil {
-							r.Close()
-							return fmt.Errorf("%s: column %q: %w", key, rw.schema.Columns[j].Name, err)
-						}
-						*v = x
-					}
-					if pl.relevel {
-						*v = v.Level(0, pl.def, j)
-					}
-					if isBytes {
-						size += int64(len(v.ByteArray()))
-					}
-				}
-				rw.nulls[j] += nulls
-				rw.in.mix(j, off, vals, hv)
-				if testHookCorrupt != nil {
-					for i := range vals {
-						testHookCorrupt(&vals[i])
-					}
-				}
-				if _, err := cw.WriteRowValues(vals); err != nil {
-					r.Close()
-					return fmt.Errorf("%s: column %q: write: %w", key, rw.schema.Columns[j].Name, err)
-				}
-				off += m
-			}
-			if rerr != nil {
-				if errors.Is(rerr, io.EOF) {
-					break
-				}
-				r.Close()
-				return fmt.Errorf("%s: column %q: %w: %v", key, rw.schema.Columns[j].Name, catalog.ErrCorruptFile, rerr)
-			}
+		off, size, err := rw.copyChunk(key, j, pl, chunks[pl.leaf], n, isBytes, cw)
+		if err != nil {
+			return err
 		}
-		r.Close()
 		if off != n {
 			return fmt.Errorf("%s: %w: column %q holds %d values for %d rows", key, catalog.ErrCorruptFile, rw.schema.Columns[j].Name, off, n)
 		}
@@ -566,6 +520,133 @@ func (rw *rewriter) copyRowGroup(key string, rg parquet.RowGroup, plans []colPla
 	rw.fileRows += int64(n)
 	rw.res.RowsIn += int64(n)
 	return nil
+}
+
+// copyChunk decodes one input column chunk (table column j of a row group
+// of n rows), page by page: it converts, checks and hashes the values and
+// writes them to cw. It returns how many values it read and, for a byte
+// array column, their bytes.
+func (rw *rewriter) copyChunk(key string, j int, pl *colPlan, chunk parquet.ColumnChunk, n int, isBytes bool, cw *parquet.ColumnWriter) (off int, size int64, err error) {
+	name := rw.schema.Columns[j].Name
+	pages := chunk.Pages()
+	defer pages.Close()
+	rw.ph.dict = nil // a chunk's dictionary is its own
+	salt, null := columnSalt(j), nullHash(j)
+	for {
+		p, perr := pages.ReadPage()
+		if perr != nil {
+			if errors.Is(perr, io.EOF) {
+				return off, size, nil
+			}
+			return off, size, fmt.Errorf("%s: column %q: %w: %v", key, name, catalog.ErrCorruptFile, perr)
+		}
+		m, psize, err := rw.copyPage(key, j, pl, p, off, n, isBytes, cw, salt, null)
+		parquet.Release(p)
+		if err != nil {
+			return off, size, err
+		}
+		off += m
+		size += psize
+	}
+}
+
+// copyPage is copyChunk's work on one page whose first value is the
+// row group's row off.
+func (rw *rewriter) copyPage(key string, j int, pl *colPlan, p parquet.Page, off, n int, isBytes bool, cw *parquet.ColumnWriter, salt, null uint64) (int, int64, error) {
+	name := rw.schema.Columns[j].Name
+	nv := int(p.NumValues())
+	if off+nv > n {
+		return 0, 0, fmt.Errorf("%s: %w: column %q holds more values than the row group's %d rows", key, catalog.ErrCorruptFile, name, n)
+	}
+	if pl.pageHash {
+		if _, err := rw.ph.mixPage(&rw.in, j, off, n, p, rw.hashers[j], pl.maxDef, salt, null); err != nil {
+			return 0, 0, fmt.Errorf("%s: column %q: %w: %v", key, name, catalog.ErrCorruptFile, err)
+		}
+	}
+	// Values already in the table's type and levels, with no NULL where
+	// the table refuses one, are written as read: only the fixed-width
+	// columns' NULLs need counting, which the page's levels do.
+	asRead := pl.conv == nil && !pl.relevel && !isBytes && (pl.nullable || p.NumNulls() == 0)
+	if asRead {
+		rw.nulls[j] += p.NumNulls()
+	}
+	r := p.Values()
+	start := off
+	var size int64
+	for {
+		m, rerr := r.ReadValues(rw.vals)
+		if m > 0 {
+			if off+m > start+nv {
+				return 0, 0, fmt.Errorf("%s: %w: column %q: a page of %d values holds more", key, catalog.ErrCorruptFile, name, nv)
+			}
+			vals := rw.vals[:m]
+			var nulls int64
+			check := vals
+			if asRead {
+				check = nil
+			}
+			for i := range check {
+				v := &vals[i]
+				if v.IsNull() {
+					nulls++
+					if !pl.nullable {
+						return 0, 0, fmt.Errorf("%s: column %q: NULL in row %d of a row group but the table column is not nullable: %w", key, name, off+i, catalog.ErrIncompatibleSchema)
+					}
+					if pl.relevel {
+						*v = parquet.NullValue().Level(0, 0, j)
+					}
+					continue
+				}
+				if pl.conv != nil {
+					x, err := pl.conv(*v)
+					if err != nil {
+						return 0, 0, fmt.Errorf("%s: column %q: %w", key, name, err)
+					}
+					*v = x
+				}
+				if pl.relevel {
+					*v = v.Level(0, pl.def, j)
+				}
+				if isBytes {
+					size += int64(len(v.ByteArray()))
+				}
+			}
+			rw.nulls[j] += nulls
+			if !pl.pageHash {
+				rw.in.mix(j, off, vals, rw.hashers[j])
+			}
+			if testHookCorrupt != nil {
+				for i := range vals {
+					testHookCorrupt(&vals[i])
+				}
+			}
+			if _, err := cw.WriteRowValues(vals); err != nil {
+				return 0, 0, fmt.Errorf("%s: column %q: write: %w", key, name, err)
+			}
+			off += m
+		}
+		if rerr != nil {
+			if errors.Is(rerr, io.EOF) {
+				break
+			}
+			return 0, 0, fmt.Errorf("%s: column %q: %w: %v", key, name, catalog.ErrCorruptFile, rerr)
+		}
+	}
+	if off-start != nv {
+		return 0, 0, fmt.Errorf("%s: %w: column %q: a page of %d values holds %d", key, catalog.ErrCorruptFile, name, nv, off-start)
+	}
+	return nv, size, nil
+}
+
+// leafColumns indexes the leaf columns under c by their leaf index.
+func leafColumns(c *parquet.Column, out map[int]*parquet.Column) {
+	for _, col := range c.Columns() {
+		if col.Leaf() {
+			out[col.Index()] = col
+		} else {
+			leafColumns(col, out)
+		}
+	}
 }
 
 // fixedWidth is the plain size of one value of a column type, 4 for the
@@ -736,9 +817,17 @@ func (rw *rewriter) verify() error {
 // fileChecksum is the order-independent checksum of every row of a file
 // whose columns are the table's (same order, same types); hashers are the
 // table's (tableHashers).
+//
+// The columns sluice writes are read page by page, on the pages' typed
+// values (pageHashes): a dictionary's values are hashed once, not once per
+// row that refers to them. Other columns (booleans, nested or repeated
+// ones, which a table never has) go through parquet-go's ReadValues.
+// Both hash every value exactly as rowHashes.mix does.
 func fileChecksum(ctx context.Context, f *parquet.File, hashers []valueHasher) (sum uint64, rows int64, err error) {
 	var h rowHashes
+	var ph pageHashes
 	vals := make([]parquet.Value, 4096)
+	cols := f.Root().Columns()
 	err = catalog.NoPanic(func() error {
 		for _, rg := range f.RowGroups() {
 			if err := ctx.Err(); err != nil {
@@ -751,25 +840,16 @@ func fileChecksum(ctx context.Context, f *parquet.File, hashers []valueHasher) (
 			}
 			h.begin(n)
 			for j, c := range chunks {
-				r := parquet.NewColumnChunkValueReader(c)
-				off := 0
-				for {
-					m, rerr := r.ReadValues(vals)
-					if off+m > n {
-						r.Close()
-						return fmt.Errorf("%w: column %d holds more values than rows", ErrVerify, j)
-					}
-					h.mix(j, off, vals[:m], hashers[j])
-					off += m
-					if rerr != nil {
-						if errors.Is(rerr, io.EOF) {
-							break
-						}
-						r.Close()
-						return rerr
-					}
+				var off int
+				var err error
+				if len(cols) == len(chunks) && ph.covers(cols[j], hashers[j]) {
+					off, err = ph.mixChunk(&h, j, c, n, hashers[j], byte(cols[j].MaxDefinitionLevel()))
+				} else {
+					off, err = mixChunkValues(&h, j, c, n, hashers[j], vals)
 				}
-				r.Close()
+				if err != nil {
+					return err
+				}
 				if off != n {
 					return fmt.Errorf("%w: column %d holds %d values for %d rows", ErrVerify, j, off, n)
 				}
@@ -779,6 +859,173 @@ func fileChecksum(ctx context.Context, f *parquet.File, hashers []valueHasher) (
 		return nil
 	})
 	return h.sum, h.n, err
+}
+
+// mixChunkValues mixes the values of column chunk c (column j of a row
+// group of n rows) into h, read as parquet.Values; it returns how many it
+// read.
+func mixChunkValues(h *rowHashes, j int, c parquet.ColumnChunk, n int, hv valueHasher, vals []parquet.Value) (int, error) {
+	r := parquet.NewColumnChunkValueReader(c)
+	defer r.Close()
+	off := 0
+	for {
+		m, rerr := r.ReadValues(vals)
+		if off+m > n {
+			return off, fmt.Errorf("%w: column %d holds more values than rows", ErrVerify, j)
+		}
+		h.mix(j, off, vals[:m], hv)
+		off += m
+		if rerr != nil {
+			if errors.Is(rerr, io.EOF) {
+				return off, nil
+			}
+			return off, rerr
+		}
+	}
+}
+
+// pageHashes hashes the values of column chunks page by page.
+type pageHashes struct {
+	vh       []uint64           // hashes of the current page's non-null values
+	dict     parquet.Dictionary // the dictionary whose hashes dictHash holds
+	dictHash []uint64
+}
+
+// covers reports whether mixChunk reads column col of hasher hv: a flat,
+// required or optional column of a physical type with typed page values.
+func (ph *pageHashes) covers(col *parquet.Column, hv valueHasher) bool {
+	if !col.Leaf() || col.MaxRepetitionLevel() != 0 || col.MaxDefinitionLevel() > 1 {
+		return false
+	}
+	switch parquet.Kind(hv) {
+	case parquet.Int32, parquet.Int64, parquet.Float, parquet.Double, parquet.Int96, parquet.ByteArray, parquet.FixedLenByteArray:
+		return col.Type().Kind() == parquet.Kind(hv)
+	}
+	return false
+}
+
+// mixChunk mixes the values of column chunk c (column j of a row group of
+// n rows, NULL where the definition level is below maxDef) into h; it
+// returns how many it read.
+func (ph *pageHashes) mixChunk(h *rowHashes, j int, c parquet.ColumnChunk, n int, hv valueHasher, maxDef byte) (int, error) {
+	pages := c.Pages()
+	defer pages.Close()
+	ph.dict = nil // a chunk's dictionary is its own
+	salt, null := columnSalt(j), nullHash(j)
+	off := 0
+	for {
+		p, err := pages.ReadPage()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return off, nil
+			}
+			return off, err
+		}
+		m, err := ph.mixPage(h, j, off, n, p, hv, maxDef, salt, null)
+		parquet.Release(p)
+		if err != nil {
+			return off, err
+		}
+		off += m
+	}
+}
+
+func (ph *pageHashes) mixPage(h *rowHashes, j, off, n int, p parquet.Page, hv valueHasher, maxDef byte, salt, null uint64) (int, error) {
+	nv := int(p.NumValues())
+	if off+nv > n {
+		return 0, fmt.Errorf("%w: column %d holds more values than rows", ErrVerify, j)
+	}
+	defs := p.DefinitionLevels()
+	if len(p.RepetitionLevels()) != 0 || (maxDef > 0 && len(defs) != nv) || (maxDef == 0 && len(defs) != 0) {
+		return 0, fmt.Errorf("%w: column %d: a page of %d values has %d definition and %d repetition levels", ErrVerify, j, nv, len(defs), len(p.RepetitionLevels()))
+	}
+	data := p.Data()
+	var vh []uint64
+	if d := p.Dictionary(); d != nil {
+		if d != ph.dict {
+			ph.dictHash = hashValues(ph.dictHash[:0], parquet.Kind(hv), d.Page().Data())
+			ph.dict = d
+		}
+		idx := data.Int32()
+		vh = ph.vh[:0]
+		for _, i := range idx {
+			if uint(i) >= uint(len(ph.dictHash)) {
+				return 0, fmt.Errorf("%w: column %d: dictionary index %d of %d entries", ErrVerify, j, i, len(ph.dictHash))
+			}
+			vh = append(vh, ph.dictHash[i])
+		}
+	} else {
+		vh = hashValues(ph.vh[:0], parquet.Kind(hv), data)
+	}
+	ph.vh = vh
+	rows := h.rows[off : off+nv]
+	k := 0
+	if maxDef == 0 {
+		if len(vh) != nv {
+			return 0, fmt.Errorf("%w: column %d: a page of %d values holds %d", ErrVerify, j, nv, len(vh))
+		}
+		for i, v := range vh[:len(rows)] {
+			x := mix64(v ^ salt)
+			rows[i] = mix64(rows[i]^x) + x
+		}
+		return nv, nil
+	}
+	defs = defs[:len(rows)]
+	for i := range rows {
+		x := null
+		if defs[i] == maxDef {
+			if k >= len(vh) {
+				return 0, fmt.Errorf("%w: column %d: a page's levels define more values than it holds", ErrVerify, j)
+			}
+			x = mix64(vh[k] ^ salt)
+			k++
+		}
+		rows[i] = mix64(rows[i]^x) + x
+	}
+	if k != len(vh) {
+		return 0, fmt.Errorf("%w: column %d: a page holds %d values, its levels define %d", ErrVerify, j, len(vh), k)
+	}
+	return nv, nil
+}
+
+// hashValues appends to dst the hash (valueHasher.hash) of each value of
+// a page's typed values of physical kind k.
+func hashValues(dst []uint64, k parquet.Kind, data encoding.Values) []uint64 {
+	switch k {
+	case parquet.Int32:
+		for _, v := range data.Int32() {
+			dst = append(dst, uint64(int64(v)))
+		}
+	case parquet.Int64:
+		for _, v := range data.Int64() {
+			dst = append(dst, uint64(v))
+		}
+	case parquet.Float:
+		for _, v := range data.Float() {
+			dst = append(dst, uint64(math.Float32bits(v)))
+		}
+	case parquet.Double:
+		for _, v := range data.Double() {
+			dst = append(dst, math.Float64bits(v))
+		}
+	case parquet.Int96:
+		for _, v := range data.Int96() {
+			dst = append(dst, hashInt96(v))
+		}
+	case parquet.ByteArray:
+		b, offsets := data.ByteArray()
+		for i := 0; i+1 < len(offsets); i++ {
+			dst = append(dst, maphash.Bytes(hashSeed, b[offsets[i]:offsets[i+1]]))
+		}
+	case parquet.FixedLenByteArray:
+		b, size := data.FixedLenByteArray()
+		for i := 0; size > 0 && i+size <= len(b); i += size {
+			dst = append(dst, maphash.Bytes(hashSeed, b[i:i+size]))
+		}
+	default:
+		panic(fmt.Sprintf("hashValues: kind %s", k))
+	}
+	return dst
 }
 
 // --- conversions -------------------------------------------------------------
