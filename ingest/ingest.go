@@ -120,31 +120,19 @@ func Run(ctx context.Context, t *catalog.Table, source string, o Options) (Resul
 	}
 
 	// The quarantine table, and which files' bad records it already holds.
-	qloc := o.Quarantine
-	if qloc == "" {
-		qloc = strings.TrimRight(t.Location(), "/") + "_quarantine"
-	}
-	qt, err := catalog.Open(ctx, qloc, catalog.Options{Logger: o.Logger})
-	if err != nil {
-		return res, fmt.Errorf("ingest: quarantine %s: %w", qloc, err)
-	}
-	defer qt.Close()
-	qm, err := openQuarantine(ctx, qt)
+	qt, qm, err := quarantineOf(ctx, t, o)
 	if err != nil {
 		return res, err
 	}
-	tableLoc := t.Location()
-	if l, err := cloud.ParseLocation(tableLoc); err == nil {
-		tableLoc = l.String()
-	}
-	qKey := "quarantined:" + tableLoc + " " + loc.String()
+	defer qt.Close()
+	qKey := "quarantined:" + canonicalLocation(t.Location()) + " " + loc.String()
 	var qBase json.RawMessage
 	if qm != nil {
 		qBase = qm.Checkpoints[qKey]
 	}
 	qcp, err := parseCheckpoint(qBase)
 	if err != nil {
-		return res, fmt.Errorf("ingest: quarantine %s: %s: %w", qloc, qKey, err)
+		return res, fmt.Errorf("ingest: quarantine %s: %s: %w", qt.Location(), qKey, err)
 	}
 
 	// List, oldest name first; paged by the store.
@@ -234,7 +222,7 @@ func Run(ctx context.Context, t *catalog.Table, source string, o Options) (Resul
 			Checkpoints:    map[string]json.RawMessage{qKey: newQ.raw()},
 			CheckpointBase: map[string]json.RawMessage{qKey: qBase}})
 		if err != nil {
-			return res, fmt.Errorf("ingest: commit quarantine %s: %w", qloc, err)
+			return res, fmt.Errorf("ingest: commit quarantine %s: %w", qt.Location(), err)
 		}
 		res.QuarantineVersion = qv.Version
 	}
@@ -282,6 +270,26 @@ func quarantineSpec(s catalog.Schema) catalog.PartitionSpec {
 // openQuarantine returns the quarantine table's latest manifest, nil if
 // the table does not exist yet. An existing table must have the
 // quarantine schema.
+// quarantineOf opens the quarantine table of t (o.Quarantine, else t's
+// location + "_quarantine") and its latest version, nil if it does not
+// exist yet. The caller closes the table.
+func quarantineOf(ctx context.Context, t *catalog.Table, o Options) (*catalog.Table, *catalog.Manifest, error) {
+	qloc := o.Quarantine
+	if qloc == "" {
+		qloc = strings.TrimRight(t.Location(), "/") + "_quarantine"
+	}
+	qt, err := catalog.Open(ctx, qloc, catalog.Options{Logger: o.Logger})
+	if err != nil {
+		return nil, nil, fmt.Errorf("ingest: quarantine %s: %w", qloc, err)
+	}
+	qm, err := openQuarantine(ctx, qt)
+	if err != nil {
+		qt.Close()
+		return nil, nil, err
+	}
+	return qt, qm, nil
+}
+
 func openQuarantine(ctx context.Context, qt *catalog.Table) (*catalog.Manifest, error) {
 	qm, err := qt.Latest(ctx)
 	if errors.Is(err, catalog.ErrTableNotFound) {

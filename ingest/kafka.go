@@ -206,19 +206,11 @@ func runKafka(ctx context.Context, t *catalog.Table, source string, o Options) (
 		return res, fmt.Errorf("ingest into %s: %s: %w", t.Location(), cpKey, err)
 	}
 
-	qloc := o.Quarantine
-	if qloc == "" {
-		qloc = strings.TrimRight(t.Location(), "/") + "_quarantine"
-	}
-	qt, err := catalog.Open(ctx, qloc, catalog.Options{Logger: o.Logger})
-	if err != nil {
-		return res, fmt.Errorf("ingest: quarantine %s: %w", qloc, err)
-	}
-	defer qt.Close()
-	qm, err := openQuarantine(ctx, qt)
+	qt, qm, err := quarantineOf(ctx, t, o)
 	if err != nil {
 		return res, err
 	}
+	defer qt.Close()
 	qKey := "quarantined:" + canonicalLocation(t.Location()) + " " + cpKey
 	var qBase json.RawMessage
 	if qm != nil {
@@ -226,7 +218,7 @@ func runKafka(ctx context.Context, t *catalog.Table, source string, o Options) (
 	}
 	qcp, err := parseKafkaCheckpoint(qBase)
 	if err != nil {
-		return res, fmt.Errorf("ingest: quarantine %s: %s: %w", qloc, qKey, err)
+		return res, fmt.Errorf("ingest: quarantine %s: %s: %w", qt.Location(), qKey, err)
 	}
 
 	cl, err := kgo.NewClient(kgo.SeedBrokers(ks.brokers...))
@@ -311,7 +303,7 @@ func runKafka(ctx context.Context, t *catalog.Table, source string, o Options) (
 			Checkpoints:    map[string]json.RawMessage{qKey: newQ.raw()},
 			CheckpointBase: map[string]json.RawMessage{qKey: qBase}})
 		if err != nil {
-			return res, fmt.Errorf("ingest %s: commit quarantine %s: %w", ks, qloc, err)
+			return res, fmt.Errorf("ingest %s: commit quarantine %s: %w", ks, qt.Location(), err)
 		}
 		res.QuarantineVersion = qv.Version
 	}
