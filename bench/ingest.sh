@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# ingest.sh: sluice's JSON lines ingest beside DuckDB's read_json -> Parquet,
+# same input, same machine, same run.
+# Usage: bench/ingest.sh [RECORDS] [FILES]   (default 10000000 100)
+#
+# Generates RECORDS JSON lines records in FILES landing files over 10 days
+# (bench/genjsonl, deterministic) once into bench/.data/jsonl-RECORDS-FILES,
+# then times, with /usr/bin/time -v for peak RSS:
+#   duckdb  read_json with explicit column types -> zstd Parquet
+#           (bench/duckjson.mjs), three ways: single (one unpartitioned
+#           COPY), partitioned (COPY ... PARTITION_BY day), perday (load once
+#           into a table, one COPY per day); the fastest is the peer
+#   sluice  `sluice ingest T --from IN --json` into a table made by
+#           `sluice init` (not timed), partitioned by day(event_time)
+#   sluice  the same on the first RECORDS/2 records (FILES/2 files, a copy of
+#           the first half's files) for peak RSS as the run doubles
+# Checks sluice's table against DuckDB's output with tools/duckrows.mjs: row
+# counts always; checksums over the columns whose types match (sluice stores
+# uuid as VARCHAR and timestamp as TIMESTAMPTZ, DuckDB as UUID and TIMESTAMP).
+# SLUICE_CPUPROFILE=FILE writes a CPU profile of the full-size sluice run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RECORDS=${1:-10000000}
+FILES=${2:-100}
+DATA=bench/.data
+IN=$DATA/jsonl-$RECORDS-$FILES
+HALF=$DATA/jsonl-$RECORDS-$FILES-half
+OUT_DUCK=$DATA/ingest-duckdb
+OUT_SLUICE=$DATA/ingest-sluice
+OUT_HALF=$DATA/ingest-sluice-half
+SCHEMA='event_id:uuid,list_id:int64,subscriber_id:uuid,tally:int32,event_time:timestamp'
+mkdir -p "$DATA"
+[ "$FILES" -ge 2 ] || { echo "FILES must be >= 2 (the half run takes half the files)" >&2; exit 2; }
+
+if [ ! -f "$IN/.done" ]; then
+  echo "generating $RECORDS records in $FILES files into $IN ..." >&2
+  rm -rf "$IN"
+  go run ./bench/genjsonl "$RECORDS" "$FILES" "$IN"
+  touch "$IN/.done"
+fi
+# The half run: the first FILES/2 files (hard links, same bytes).
+if [ ! -f "$HALF/.done" ]; then
+  rm -rf "$HALF"; mkdir -p "$HALF"
+  ls "$IN" | grep '\.jsonl$' | sort | head -n $((FILES / 2)) | while read -r f; do ln "$IN/$f" "$HALF/$f"; done
+  touch "$HALF/.done"
+fi
+go build -o "$DATA/sluice" ./cmd/sluice
+
+rss() { awk -F': ' '/Maximum resident set size/ {print $2}' "$1"; }
+json() { node -e 'const o=JSON.parse(require("fs").readFileSync(0,"utf8"))[process.argv[1]];console.log(typeof o==="object"?JSON.stringify(o):o)' "$1"; }
+half_records=$(cat "$HALF"/*.jsonl | wc -l)
+
+in_bytes=$(du -sb --exclude=.done "$IN" | cut -f1)
+half_bytes=$(du -sbL --exclude=.done "$HALF" | cut -f1)
+sync
+
+# DuckDB, three ways; the fastest is the peer.
+best=
+for mode in single partitioned perday; do
+  /usr/bin/time -v -o "$DATA/duck-$mode.time" node bench/duckjson.mjs "$IN" "$OUT_DUCK-$mode" "$mode" > "$DATA/duck-$mode.json"
+  s=$(json seconds < "$DATA/duck-$mode.json")
+  eval "duck_s_$mode=$s; duck_b_$mode=$(du -sb "$OUT_DUCK-$mode" | cut -f1); duck_rss_$mode=$(rss "$DATA/duck-$mode.time"); duck_rows_$mode=$(json rows < "$DATA/duck-$mode.json")"
+  if [ -z "$best" ] || [ "$(echo "$s < $best_s" | bc)" = 1 ]; then best=$mode; best_s=$s; fi
+  if [ "$mode" != single ] && { [ -z "${bestp:-}" ] || [ "$(echo "$s < $bestp_s" | bc)" = 1 ]; }; then bestp=$mode; bestp_s=$s; fi
+done
+eval "duck_s=\$duck_s_$best; duck_b=\$duck_b_$best; duck_rss=\$duck_rss_$best"
+
+ingest() { # ingest IN OUT TIMEFILE JSONFILE [extra flags]
+  local in=$1 out=$2 tf=$3 jf=$4; shift 4
+  rm -rf "$out"
+  "$DATA/sluice" init "$out" --schema "$SCHEMA" --partition-by 'day(event_time)' > /dev/null
+  /usr/bin/time -v -o "$tf" "$DATA/sluice" ingest "$out" --from "$in" --json "$@" > "$jf"
+}
+prof=()
+[ -n "${SLUICE_CPUPROFILE:-}" ] && prof=(--cpuprofile "$SLUICE_CPUPROFILE")
+ingest "$HALF" "$OUT_HALF" "$DATA/sluice-half.time" "$DATA/sluice-half.json"
+ingest "$IN" "$OUT_SLUICE" "$DATA/sluice.time" "$DATA/sluice.json" "${prof[@]}"
+sluice_s=$(json seconds < "$DATA/sluice.json")
+sluice_b=$(du -sb "$OUT_SLUICE" | cut -f1)   # the table folder: data files and log
+sluice_data_b=$("$DATA/sluice" files "$OUT_SLUICE" | xargs du -cb | tail -1 | cut -f1)
+sluice_rss=$(rss "$DATA/sluice.time")
+sluice_rows=$(json rows_written < "$DATA/sluice.json")
+half_s=$(json seconds < "$DATA/sluice-half.json")
+half_rss=$(rss "$DATA/sluice-half.time")
+half_rows=$(json rows_written < "$DATA/sluice-half.json")
+
+# Same rows: counts always, checksums over the columns of matching types.
+"$DATA/sluice" files "$OUT_SLUICE" | node tools/duckrows.mjs --list - > "$DATA/check-sluice.json"
+node tools/duckrows.mjs "$OUT_DUCK-single/data_0.parquet" > "$DATA/check-duck.json"
+read -r common < <(node -e '
+  const fs=require("fs");
+  const a=JSON.parse(fs.readFileSync(process.argv[1])).columns, b=new Set(JSON.parse(fs.readFileSync(process.argv[2])).columns);
+  console.log(a.filter(c=>b.has(c)).map(c=>c.slice(0,c.indexOf(":"))).join(","));' "$DATA/check-sluice.json" "$DATA/check-duck.json")
+got=$(json rows < "$DATA/check-sluice.json")
+want=$(json rows < "$DATA/check-duck.json")
+fail=0
+[ "$got" = "$RECORDS" ] && [ "$want" = "$RECORDS" ] || { echo "row counts differ: sluice $got, duckdb $want, generated $RECORDS" >&2; fail=1; }
+for mode in partitioned perday; do
+  eval "r=\$duck_rows_$mode"; [ "$r" = "$RECORDS" ] || { echo "duckdb $mode wrote $r rows, not $RECORDS" >&2; fail=1; }
+done
+[ "$half_rows" = "$half_records" ] || { echo "half run wrote $half_rows rows, not $half_records" >&2; fail=1; }
+if [ -n "$common" ]; then
+  cs=$("$DATA/sluice" files "$OUT_SLUICE" | node tools/duckrows.mjs --list - --columns "$common" | json checksum)
+  cd_=$(node tools/duckrows.mjs --columns "$common" "$OUT_DUCK-single/data_0.parquet" | json checksum)
+  [ "$cs" = "$cd_" ] || { echo "checksums over $common differ: sluice $cs, duckdb $cd_" >&2; fail=1; }
+fi
+
+mbs() { echo "$1 / $2 / 1000000" | bc -l; }
+printf '\n%s records, %s files, %s input bytes, %s CPUs\n' "$RECORDS" "$FILES" "$in_bytes" "$(nproc)"
+printf '%-18s %10s %12s %9s %14s %12s\n' engine seconds records/s MB/s out_bytes peak_rss_kb
+for mode in single partitioned perday; do
+  eval "s=\$duck_s_$mode; b=\$duck_b_$mode; m=\$duck_rss_$mode"
+  mark=; [ "$mode" = "$best" ] && mark='*'
+  printf '%-18s %10.3f %12.0f %9.1f %14s %12s\n' "duckdb $mode$mark" "$s" "$(echo "$RECORDS / $s" | bc -l)" "$(mbs "$in_bytes" "$s")" "$b" "$m"
+done
+printf '%-18s %10.3f %12.0f %9.1f %14s %12s\n' "sluice" "$sluice_s" "$(echo "$RECORDS / $sluice_s" | bc -l)" "$(mbs "$in_bytes" "$sluice_s")" "$sluice_b" "$sluice_rss"
+printf '%-18s %10.3f %12.0f %9.1f %14s %12s\n' "sluice half" "$half_s" "$(echo "$half_records / $half_s" | bc -l)" "$(mbs "$half_bytes" "$half_s")" "$(du -sb "$OUT_HALF" | cut -f1)" "$half_rss"
+printf '(* the peer: fastest DuckDB mode; sluice out_bytes is the table folder, %s of it data files)\n' "$sluice_data_b"
+printf 'sluice/duckdb(%s): time %.2f, bytes %.3f, RSS %.2f\n' "$best" \
+  "$(echo "$sluice_s / $duck_s" | bc -l)" "$(echo "$sluice_b / $duck_b" | bc -l)" "$(echo "$sluice_rss / $duck_rss" | bc -l)"
+eval "p_b=\$duck_b_$bestp; p_rss=\$duck_rss_$bestp"
+printf 'sluice/duckdb(%s, fastest partitioned): time %.2f, bytes %.3f, RSS %.2f\n' "$bestp" \
+  "$(echo "$sluice_s / $bestp_s" | bc -l)" "$(echo "$sluice_b / $p_b" | bc -l)" "$(echo "$sluice_rss / $p_rss" | bc -l)"
+printf 'sluice RSS full/half (%s/%s records): %.2f\n' "$RECORDS" "$half_records" "$(echo "$sluice_rss / $half_rss" | bc -l)"
+if [ -n "$common" ]; then
+  printf 'check: rows %s = %s; checksum over %s (types match) %s\n' "$got" "$want" "$common" "$([ "$cs" = "$cd_" ] && echo equal || echo DIFFERS)"
+else
+  printf 'check: rows %s = %s; no column types match, checksums not compared\n' "$got" "$want"
+fi
+printf 'types: sluice %s\n       duckdb %s\n' "$(json columns < "$DATA/check-sluice.json")" "$(json columns < "$DATA/check-duck.json")"
+exit $fail
