@@ -999,6 +999,27 @@ type ParquetWriter struct {
 	batch  []parquet.Row
 	rows   int64
 	done   bool
+	// pending estimates the uncompressed bytes of the row group being
+	// built, which parquet-go holds in memory until it is flushed.
+	pending int64
+}
+
+// Buffered estimates the bytes of rows the writer holds in memory: the
+// row group being built, uncompressed.
+func (pw *ParquetWriter) Buffered() int64 { return pw.pending }
+
+// FlushRowGroup ends the row group being built, compressing it into the
+// file, so that the memory it held is free. Callers that keep several
+// writers open (one per partition) use it to stay within a budget.
+func (pw *ParquetWriter) FlushRowGroup() error {
+	if pw.done || pw.pending == 0 {
+		return nil
+	}
+	if err := noPanic(pw.w.Flush); err != nil {
+		return fmt.Errorf("parquet writer: %w", err)
+	}
+	pw.pending = 0
+	return nil
 }
 
 // NewParquetWriter starts a Parquet file of schema in a local temporary
@@ -1052,6 +1073,14 @@ func (pw *ParquetWriter) Write(ctx context.Context, rows [][]any) error {
 			}
 			pw.batch = append(pw.batch, prow)
 			pw.rows++
+			for _, v := range prow {
+				switch v.Kind() {
+				case parquet.ByteArray, parquet.FixedLenByteArray:
+					pw.pending += int64(len(v.ByteArray())) + 4
+				default:
+					pw.pending += 8
+				}
+			}
 		}
 		if err := noPanic(func() error { _, err := pw.w.WriteRows(pw.batch); return err }); err != nil {
 			return fmt.Errorf("parquet writer: %w", err)

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -118,6 +119,35 @@ func (s *sink) write(ctx context.Context) error {
 		}
 	}
 	s.buffered = 0
+	return s.flushWriters()
+}
+
+// flushWriters keeps the row groups that open Parquet writers hold within
+// half the budget: one writer a partition, each building a row group in
+// memory, would otherwise hold a whole day's rows per partition and grow
+// with the run. The largest row groups are flushed first.
+func (s *sink) flushWriters() error {
+	var open []*partition
+	var held int64
+	for _, pt := range s.parts {
+		if pt.w != nil {
+			open = append(open, pt)
+			held += pt.w.Buffered()
+		}
+	}
+	if held <= s.budget/2 {
+		return nil
+	}
+	slices.SortFunc(open, func(a, b *partition) int { return cmp.Compare(b.w.Buffered(), a.w.Buffered()) })
+	for _, pt := range open {
+		if held <= s.budget/4 {
+			break
+		}
+		held -= pt.w.Buffered()
+		if err := pt.w.FlushRowGroup(); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
