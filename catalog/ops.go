@@ -69,8 +69,69 @@ func NewDataFilePath(partition string) string {
 
 // PartitionOf returns the Hive partition folder and values of a row under
 // spec; identity fields (values only in folder names) cannot be computed
-// from a row and yield an error.
+// from a row and yield an error. To route many rows, use a Partitioner.
 func PartitionOf(schema Schema, spec PartitionSpec, row []any) (string, map[string]*string, error) {
+	return NewPartitioner(schema, spec).Of(row)
+}
+
+// Partitioner routes rows to their Hive partition folders, remembering
+// each day's folder and values: building them is otherwise most of the
+// cost of routing a row. Not safe for concurrent use.
+type Partitioner struct {
+	schema Schema
+	spec   PartitionSpec
+	cache  map[int64]partitionOf
+}
+
+type partitionOf struct {
+	folder string
+	vals   map[string]*string
+}
+
+// NewPartitioner returns a Partitioner for rows of schema under spec.
+func NewPartitioner(schema Schema, spec PartitionSpec) *Partitioner {
+	return &Partitioner{schema: schema, spec: spec, cache: map[int64]partitionOf{}}
+}
+
+// Of returns the folder and values of row's partition. The values map is
+// shared by every row of the partition: callers must not change it.
+func (p *Partitioner) Of(row []any) (string, map[string]*string, error) {
+	if len(p.spec.Fields) == 0 {
+		return "", nil, nil
+	}
+	// One day field, the common case: cached by day.
+	if len(p.spec.Fields) == 1 && p.spec.Fields[0].Transform == "day" {
+		if idx := p.sourceIndex(p.spec.Fields[0].Source); idx >= 0 && idx < len(row) {
+			if t, ok := row[idx].(time.Time); ok {
+				day := t.Unix()
+				if day < 0 {
+					day -= 86399
+				}
+				day /= 86400
+				if e, ok := p.cache[day]; ok {
+					return e.folder, e.vals, nil
+				}
+				folder, vals, err := partitionOfRow(p.schema, p.spec, row)
+				if err == nil && len(p.cache) < 1<<16 {
+					p.cache[day] = partitionOf{folder, vals}
+				}
+				return folder, vals, err
+			}
+		}
+	}
+	return partitionOfRow(p.schema, p.spec, row)
+}
+
+func (p *Partitioner) sourceIndex(name string) int {
+	for i, c := range p.schema.Columns {
+		if c.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func partitionOfRow(schema Schema, spec PartitionSpec, row []any) (string, map[string]*string, error) {
 	if len(spec.Fields) == 0 {
 		return "", nil, nil
 	}
@@ -121,8 +182,9 @@ func (t *Table) WriteFiles(ctx context.Context, m *Manifest, rows [][]any) ([]Da
 	}
 	groups := map[string]*group{}
 	var order []string
+	router := NewPartitioner(m.Schema, m.Spec)
 	for _, r := range rows {
-		p, vals, err := PartitionOf(m.Schema, m.Spec, r)
+		p, vals, err := router.Of(r)
 		if err != nil {
 			return nil, err
 		}

@@ -126,6 +126,9 @@ func (c *converter) fromText(s string) (any, error) {
 		}
 		return s, nil
 	case catalog.KindUUID:
+		if isCanonicalUUID(s) {
+			return s, nil // already as stored: no parse, no new string
+		}
 		u, err := uuid.Parse(s)
 		if err != nil {
 			return nil, badValue(col, "not a UUID: %s", quote(s))
@@ -232,4 +235,27 @@ func isNumber(s string) bool {
 		}
 	}
 	return digits
+}
+
+// isCanonicalUUID reports whether s is a UUID in the form it is stored
+// in: 8-4-4-4-12 lowercase hex digits. Other forms uuid.Parse accepts
+// (upper case, braces, urn:uuid:) are parsed and rewritten.
+func isCanonicalUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < 36; i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+				return false
+			}
+		}
+	}
+	return true
 }

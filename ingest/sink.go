@@ -28,6 +28,7 @@ type sink struct {
 	t      *catalog.Table
 	schema catalog.Schema
 	spec   catalog.PartitionSpec
+	router *catalog.Partitioner
 	budget int64
 	target int64
 
@@ -49,12 +50,13 @@ type partition struct {
 }
 
 func newSink(t *catalog.Table, m *catalog.Manifest, budget, target int64) *sink {
-	return &sink{t: t, schema: m.Schema, spec: m.Spec, budget: budget, target: target, parts: map[string]*partition{}}
+	return &sink{t: t, schema: m.Schema, spec: m.Spec, router: catalog.NewPartitioner(m.Schema, m.Spec),
+		budget: budget, target: target, parts: map[string]*partition{}}
 }
 
 // add buffers one valid row; rawBytes is its input size.
 func (s *sink) add(ctx context.Context, row []any, rawBytes int) error {
-	p, vals, err := catalog.PartitionOf(s.schema, s.spec, row)
+	p, vals, err := s.router.Of(row)
 	if err != nil {
 		return err
 	}
