@@ -211,31 +211,19 @@ func Run(ctx context.Context, t *catalog.Table, source string, o Options) (Resul
 		slog.Int64("quarantined", rd.quarantined), slog.Int("failed", len(rd.failures)), slog.Duration("took", time.Since(start)))
 
 	// Commit the quarantine table first (see above), then the table.
+	var newQ json.RawMessage
 	if len(qFiles) > 0 {
-		newQ := qcp.without(cp.has).with(rd.quarantinedFiles, nil, false)
-		if qm == nil {
-			if _, err := createQuarantine(ctx, qt, qschema, o.RunID); err != nil {
-				return res, err
-			}
-		}
-		qv, err := qt.Commit(ctx, catalog.Change{Operation: "ingest", RunID: o.RunID, Add: qFiles, DataChange: true,
-			Checkpoints:    map[string]json.RawMessage{qKey: newQ.raw()},
-			CheckpointBase: map[string]json.RawMessage{qKey: qBase}})
-		if err != nil {
-			return res, fmt.Errorf("ingest: commit quarantine %s: %w", qt.Location(), err)
-		}
-		res.QuarantineVersion = qv.Version
+		newQ = qcp.without(cp.has).with(rd.quarantinedFiles, nil, false).raw()
 	}
+	var newCP json.RawMessage
 	if len(rd.taken) > 0 {
-		newCP := cp.with(rd.taken, listed, o.OrderedNames)
-		v, err := t.Commit(ctx, catalog.Change{Operation: "ingest", RunID: o.RunID, Add: mainFiles, DataChange: true,
-			Checkpoints:    map[string]json.RawMessage{cpKey: newCP.raw()},
-			CheckpointBase: map[string]json.RawMessage{cpKey: cpBase}})
-		if err != nil {
-			return res, fmt.Errorf("ingest: commit %s: %w", t.Location(), err)
-		}
-		res.Version = v.Version
-		res.Partitions = v.Summary.Partitions
+		newCP = cp.with(rd.taken, listed, o.OrderedNames).raw()
+	}
+	err = commitRun(ctx, &res, runCommit{runID: o.RunID,
+		qt: qt, qm: qm, qFiles: qFiles, qKey: qKey, qBase: qBase, qNew: newQ,
+		t: t, files: mainFiles, cpKey: cpKey, cpBase: cpBase, cpNew: newCP})
+	if err != nil {
+		return res, fmt.Errorf("ingest %s: %w", source, err)
 	}
 	log.LogAttrs(ctx, slog.LevelInfo, "commit", slog.Int64("version", res.Version),
 		slog.Int64("quarantine_version", res.QuarantineVersion), slog.Duration("took", time.Since(start)))
@@ -248,6 +236,55 @@ func Run(ctx context.Context, t *catalog.Table, source string, o Options) (Resul
 		return res, fmt.Errorf("ingest %s: %w%s: %w", f.File, f.Err, more, ErrFilesFailed)
 	}
 	return res, nil
+}
+
+// runCommit is what one run commits: the quarantine table's new rows and
+// checkpoint, then the table's files and checkpoint.
+type runCommit struct {
+	runID string
+
+	qt            *catalog.Table
+	qm            *catalog.Manifest // nil: the quarantine does not exist yet
+	qFiles        []catalog.DataFile
+	qKey          string
+	qBase, qNew   json.RawMessage
+	t             *catalog.Table
+	files         []catalog.DataFile
+	cpKey         string
+	cpBase, cpNew json.RawMessage // cpNew nil: nothing to commit to t
+}
+
+// commitRun commits the quarantine first, then the table, each with the
+// checkpoint it started from as a requirement; see Run for why in this
+// order. It sets the versions in res.
+func commitRun(ctx context.Context, res *Result, c runCommit) error {
+	if len(c.qFiles) > 0 {
+		if c.qm == nil {
+			qschema, _ := catalog.ParseSchema(QuarantineSchema)
+			if _, err := createQuarantine(ctx, c.qt, qschema, c.runID); err != nil {
+				return err
+			}
+		}
+		qv, err := c.qt.Commit(ctx, catalog.Change{Operation: "ingest", RunID: c.runID, Add: c.qFiles, DataChange: true,
+			Checkpoints:    map[string]json.RawMessage{c.qKey: c.qNew},
+			CheckpointBase: map[string]json.RawMessage{c.qKey: c.qBase}})
+		if err != nil {
+			return fmt.Errorf("commit quarantine %s: %w", c.qt.Location(), err)
+		}
+		res.QuarantineVersion = qv.Version
+	}
+	if c.cpNew == nil {
+		return nil
+	}
+	v, err := c.t.Commit(ctx, catalog.Change{Operation: "ingest", RunID: c.runID, Add: c.files, DataChange: true,
+		Checkpoints:    map[string]json.RawMessage{c.cpKey: c.cpNew},
+		CheckpointBase: map[string]json.RawMessage{c.cpKey: c.cpBase}})
+	if err != nil {
+		return fmt.Errorf("commit %s: %w", c.t.Location(), err)
+	}
+	res.Version = v.Version
+	res.Partitions = v.Summary.Partitions
+	return nil
 }
 
 // hidden tells whether a landing key is metadata, not data: a file or

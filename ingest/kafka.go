@@ -286,35 +286,23 @@ func runKafka(ctx context.Context, t *catalog.Table, source string, o Options) (
 	}
 
 	// The quarantine first (see above), then the table.
+	var newQ json.RawMessage
 	if len(qFiles) > 0 {
-		newQ := qcp.clone()
-		newQ.Gaps = nil
+		q := qcp.clone()
+		q.Gaps = nil
 		for _, kp := range parts {
 			if kp.next > kp.quarT {
-				newQ.Partitions[strconv.Itoa(int(kp.p))] = kp.next
+				q.Partitions[strconv.Itoa(int(kp.p))] = kp.next
 			}
 		}
-		if qm == nil {
-			if _, err := createQuarantine(ctx, qt, qschema, o.RunID); err != nil {
-				return res, err
-			}
-		}
-		qv, err := qt.Commit(ctx, catalog.Change{Operation: "ingest", RunID: o.RunID, Add: qFiles, DataChange: true,
-			Checkpoints:    map[string]json.RawMessage{qKey: newQ.raw()},
-			CheckpointBase: map[string]json.RawMessage{qKey: qBase}})
-		if err != nil {
-			return res, fmt.Errorf("ingest %s: commit quarantine %s: %w", ks, qt.Location(), err)
-		}
-		res.QuarantineVersion = qv.Version
+		newQ = q.raw()
 	}
-	v, err := t.Commit(ctx, catalog.Change{Operation: "ingest", RunID: o.RunID, Add: mainFiles, DataChange: true,
-		Checkpoints:    map[string]json.RawMessage{cpKey: newCP.raw()},
-		CheckpointBase: map[string]json.RawMessage{cpKey: cpBase}})
+	err = commitRun(ctx, &res, runCommit{runID: o.RunID,
+		qt: qt, qm: qm, qFiles: qFiles, qKey: qKey, qBase: qBase, qNew: newQ,
+		t: t, files: mainFiles, cpKey: cpKey, cpBase: cpBase, cpNew: newCP.raw()})
 	if err != nil {
-		return res, fmt.Errorf("ingest %s: commit %s: %w", ks, t.Location(), err)
+		return res, fmt.Errorf("ingest %s: %w", ks, err)
 	}
-	res.Version = v.Version
-	res.Partitions = v.Summary.Partitions
 	log.LogAttrs(ctx, slog.LevelInfo, "commit", slog.Int64("version", res.Version),
 		slog.Int64("quarantine_version", res.QuarantineVersion), slog.Duration("took", time.Since(start)))
 	return res, nil
