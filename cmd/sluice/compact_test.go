@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -54,17 +52,11 @@ func writeSmallFiles(t *testing.T, dir string, days, files, rows int) {
 func TestCompactionKilledAtRandomKeepsRows(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "events")
 	writeSmallFiles(t, dir, 8, 30, 400)
-	want := duckRead(t, lines(mustSluice(t, "files", dir).stdout))
+	want := tableRead(t, dir)
 	rng := rand.New(rand.NewPCG(3, 4))
 	for i := range 20 {
-		cmd := exec.Command(sluiceBin, "compact", dir, "--target-file-size", "48KiB", "--max-commits", "8", "--workers", "2")
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(time.Duration(rng.IntN(250)) * time.Millisecond)
-		cmd.Process.Signal(syscall.SIGKILL)
-		cmd.Wait()
-		got := duckRead(t, lines(mustSluice(t, "files", dir).stdout))
+		killedRun(t, rng, 250*time.Millisecond, "compact", dir, "--target-file-size", "48KiB", "--max-commits", "8", "--workers", "2")
+		got := tableRead(t, dir)
 		if got.Rows != want.Rows || got.Checksum != want.Checksum {
 			t.Fatalf("after kill %d: DuckDB sees %+v, want %+v", i, got, want)
 		}

@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -48,11 +46,6 @@ func ingestSummary(t *testing.T, r result) map[string]any {
 		t.Fatalf("--json output %q: %v (stderr %s)", r.stdout, err, r.stderr)
 	}
 	return m
-}
-
-func tableRead(t *testing.T, loc string) duck {
-	t.Helper()
-	return duckRead(t, lines(mustSluice(t, "files", loc).stdout))
 }
 
 func TestIngestCommandSummaryAndRerun(t *testing.T) {
@@ -190,14 +183,7 @@ func TestIngestCommandKilledRunsExactlyOnce(t *testing.T) {
 	initEvents(t, loc)
 	rng := rand.New(rand.NewPCG(1, uint64(time.Now().UnixNano())))
 	for i := range 6 {
-		cmd := exec.Command(sluiceBin, "ingest", loc, "--from", land, "--max-records", fmt.Sprint(1000+rng.IntN(4000)))
-		cmd.Env = append(os.Environ(), testenv.Env()...)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(time.Duration(rng.IntN(250)) * time.Millisecond)
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		err := cmd.Wait()
+		err := killedRun(t, rng, 250*time.Millisecond, "ingest", loc, "--from", land, "--max-records", fmt.Sprint(1000+rng.IntN(4000)))
 		t.Logf("run %d: %v; table at version %d", i, err, len(lines(mustSluice(t, "history", loc).stdout))-1)
 	}
 	mustSluice(t, "ingest", loc, "--from", land)

@@ -4,18 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/sluice-data/sluice/internal/testenv"
 )
 
 // TestIngestKafkaKilledRunsExactlyOnce produces records over 4 partitions
@@ -64,14 +59,7 @@ func TestIngestKafkaKilledRunsExactlyOnce(t *testing.T) {
 	initEvents(t, loc)
 	rng := rand.New(rand.NewPCG(2, uint64(time.Now().UnixNano())))
 	for i := range 20 {
-		cmd := exec.Command(sluiceBin, "ingest", loc, "--from", src, "--max-records", fmt.Sprint(500+rng.IntN(3000)))
-		cmd.Env = append(os.Environ(), testenv.Env()...)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(time.Duration(rng.IntN(120)) * time.Millisecond)
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		err := cmd.Wait()
+		err := killedRun(t, rng, 120*time.Millisecond, "ingest", loc, "--from", src, "--max-records", fmt.Sprint(500+rng.IntN(3000)))
 		t.Logf("run %d: %v; table at version %d", i, err, len(lines(mustSluice(t, "history", loc).stdout))-1)
 	}
 	mustSluice(t, "ingest", loc, "--from", src)

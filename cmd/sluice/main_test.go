@@ -3,12 +3,15 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/sluice-data/sluice/internal/testenv"
 )
@@ -174,4 +177,25 @@ func lines(s string) []string {
 		return nil
 	}
 	return strings.Split(s, "\n")
+}
+
+// killedRun starts sluice with args, as a user would, and kills it with
+// SIGKILL after a moment drawn from [0, within): the crash tests' run. It
+// returns how the process ended.
+func killedRun(t *testing.T, rng *rand.Rand, within time.Duration, args ...string) error {
+	t.Helper()
+	cmd := exec.Command(sluiceBin, args...)
+	cmd.Env = append(os.Environ(), testenv.Env()...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Duration(rng.Int64N(int64(within))))
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	return cmd.Wait()
+}
+
+// tableRead reads the live files of a table with DuckDB.
+func tableRead(t *testing.T, loc string) duck {
+	t.Helper()
+	return duckRead(t, lines(mustSluice(t, "files", loc).stdout))
 }
