@@ -3,6 +3,7 @@ package catalog
 import (
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/parquet-go/parquet-go"
 )
@@ -113,4 +114,17 @@ func ParquetSchemaPlain(schema Schema, plain []bool) (*parquet.Schema, error) {
 		fields[i] = &namedField{Node: parquet.Compressed(n, NewDataFileCodec()), name: c.Name}
 	}
 	return parquet.NewSchema("sluice", fields), nil
+}
+
+// Stored returns the schema as a data file sluice wrote says it is when
+// read back: a uuid column is written as a string (see ParquetWriter), so
+// a file's schema reads string where the table says uuid.
+func (s Schema) Stored() Schema {
+	cols := slices.Clone(s.Columns)
+	for i := range cols {
+		if cols[i].Type.Kind == KindUUID {
+			cols[i].Type.Kind = KindString
+		}
+	}
+	return Schema{Columns: cols}
 }

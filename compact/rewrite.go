@@ -775,7 +775,7 @@ func (rw *rewriter) readBack(key string, r io.ReaderAt, size int64) (catalog.Fil
 	if err != nil {
 		return catalog.FileStats{}, fmt.Errorf("rewrite: reading back %s: %w", key, err)
 	}
-	if got, want := storedSchema(fileSchema), storedSchema(rw.schema); got != want {
+	if got, want := fileSchema.Stored().String(), rw.schema.Stored().String(); got != want {
 		return catalog.FileStats{}, fmt.Errorf("rewrite: %s: %w: the output's schema is %s, the table's %s", key, ErrVerify, got, want)
 	}
 	sum, n, err := fileChecksum(rw.ctx, f, rw.hashers)
@@ -1204,17 +1204,4 @@ func twosComplement(u *big.Int, size int) ([]byte, bool) {
 	m.Add(m, u)
 	m.FillBytes(out)
 	return out, true
-}
-
-// storedSchema renders a schema as Parquet stores it: a uuid column is
-// written as a string (see catalog.ParquetWriter), so a file read back says
-// string where the table says uuid.
-func storedSchema(s catalog.Schema) string {
-	cols := slices.Clone(s.Columns)
-	for i := range cols {
-		if cols[i].Type.Kind == catalog.KindUUID {
-			cols[i].Type.Kind = catalog.KindString
-		}
-	}
-	return catalog.Schema{Columns: cols}.String()
 }
