@@ -5,7 +5,6 @@ import (
 	"sync"
 
 	ddzstd "github.com/DataDog/zstd"
-	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
 	"github.com/parquet-go/parquet-go/format"
 )
@@ -96,6 +95,5 @@ func compressLevel(dst, src []byte, level int) ([]byte, error) {
 	return out, nil
 }
 
-// Decoding stays with parquet-go's own zstd codec, which reads every zstd
-// frame, ours included.
-func (c *adaptiveZstd) Decode(dst, src []byte) ([]byte, error) { return parquet.Zstd.Decode(dst, src) }
+// Decode is the C decoder's (see cZstd).
+func (c *adaptiveZstd) Decode(dst, src []byte) ([]byte, error) { return cZstd{}.Decode(dst, src) }
