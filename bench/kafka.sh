@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# kafka.sh: `sluice ingest` from Kafka beside `sluice ingest` from landing
+# files, same records, same machine, same run, with a bare franz-go consume
+# loop over the same topic as the floor.
+# Usage: bench/kafka.sh [RECORDS] [FILES]   (default 2000000 20)
+#
+# Generates RECORDS JSON lines records in FILES landing files (bench/genjsonl,
+# deterministic) once into bench/.data/jsonl-RECORDS-FILES, shared with
+# bench/ingest.sh, starts an in-process kfake broker on loopback
+# (bench/kafkabench broker), produces every line as one record onto topic
+# `events` (PARTITIONS partitions, default 12, COMPRESSION batches, default
+# lz4, as producers usually ship them, so the consumers pay the
+# decompression a real topic costs) and the first FILES/2 files onto
+# `events-half`, then times, with /usr/bin/time -v for peak RSS:
+#   floor         `kafkabench consume`: franz-go reading every partition
+#                 directly from start to the end offsets listed at start,
+#                 read_committed, counting records and bytes
+#   sluice kafka  `sluice ingest T --from kafka://ADDR/events --json`
+#   sluice files  `sluice ingest T --from bench/.data/jsonl-... --json`
+#   sluice half   the Kafka run over `events-half`, for peak RSS as the run
+#                 doubles
+# into tables made by `sluice init` (not timed), partitioned by
+# day(event_time). Checks that both full tables hold RECORDS rows with the
+# same order-independent checksum (tools/duckrows.mjs), that the floor read
+# RECORDS records and the half run wrote the half's rows; exits 1 if not.
+# The broker runs beside sluice on the same CPUs; its peak RSS (kfake keeps
+# the topics in memory) is printed apart. The landing files are in the page
+# cache after producing, so the files path reads from memory, as the Kafka
+# path does.
+# SLUICE_CPUPROFILE=PREFIX writes CPU profiles PREFIX.kafka and PREFIX.files
+# of the two full-size sluice runs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RECORDS=${1:-2000000}
+FILES=${2:-20}
+PARTITIONS=${PARTITIONS:-12}
+COMPRESSION=${COMPRESSION:-lz4}
+DATA=bench/.data
+IN=$DATA/jsonl-$RECORDS-$FILES
+HALF=$DATA/jsonl-$RECORDS-$FILES-half
+OUT_KAFKA=$DATA/kafka-table-kafka
+OUT_FILES=$DATA/kafka-table-files
+OUT_HALF=$DATA/kafka-table-half
+ADDRFILE=$DATA/kafka.addr
+SCHEMA='event_id:uuid,list_id:int64,subscriber_id:uuid,tally:int32,event_time:timestamp'
+mkdir -p "$DATA"
+[ "$FILES" -ge 2 ] || { echo "FILES must be >= 2 (the half run takes half the files)" >&2; exit 2; }
+
+if [ ! -f "$IN/.done" ]; then
+  echo "generating $RECORDS records in $FILES files into $IN ..." >&2
+  rm -rf "$IN"
+  go run ./bench/genjsonl "$RECORDS" "$FILES" "$IN"
+  touch "$IN/.done"
+fi
+# The half run: the first FILES/2 files (hard links, same bytes), as
+# bench/ingest.sh makes it.
+if [ ! -f "$HALF/.done" ]; then
+  rm -rf "$HALF"; mkdir -p "$HALF"
+  ls "$IN" | grep '\.jsonl$' | sort | head -n $((FILES / 2)) | while read -r f; do ln "$IN/$f" "$HALF/$f"; done
+  touch "$HALF/.done"
+fi
+go build -o "$DATA/sluice" ./cmd/sluice
+go build -o "$DATA/kafkabench" ./bench/kafkabench
+
+rss() { awk -F': ' '/Maximum resident set size/ {print $2}' "$1"; }
+json() { node -e 'const o=JSON.parse(require("fs").readFileSync(0,"utf8"))[process.argv[1]];console.log(typeof o==="object"?JSON.stringify(o):o)' "$1"; }
+half_records=$(cat "$HALF"/*.jsonl | wc -l)
+
+# The broker, stopped on any exit.
+rm -f "$ADDRFILE"
+"$DATA/kafkabench" broker "$ADDRFILE" 2> "$DATA/kafka-broker.log" &
+broker=$!
+stop_broker() { kill "$broker" 2>/dev/null && wait "$broker" 2>/dev/null || true; }
+trap stop_broker EXIT
+for _ in $(seq 100); do [ -s "$ADDRFILE" ] && break; kill -0 "$broker" || break; sleep 0.1; done
+[ -s "$ADDRFILE" ] || { echo "broker did not start:" >&2; cat "$DATA/kafka-broker.log" >&2; exit 1; }
+addr=$(cat "$ADDRFILE")
+
+echo "producing $RECORDS records onto $PARTITIONS partitions ($COMPRESSION) at $addr ..." >&2
+"$DATA/kafkabench" produce -partitions "$PARTITIONS" -compression "$COMPRESSION" "$addr" events "$IN" > "$DATA/kafka-produce.json"
+"$DATA/kafkabench" produce -partitions "$PARTITIONS" -compression "$COMPRESSION" "$addr" events-half "$HALF" > "$DATA/kafka-produce-half.json"
+produced=$(json records < "$DATA/kafka-produce.json")
+sync
+
+# The floor.
+/usr/bin/time -v -o "$DATA/kafka-floor.time" "$DATA/kafkabench" consume "$addr" events > "$DATA/kafka-floor.json"
+
+ingest() { # ingest SOURCE OUT NAME [extra flags]
+  local src=$1 out=$2 name=$3; shift 3
+  rm -rf "$out" "${out}_quarantine"
+  "$DATA/sluice" init "$out" --schema "$SCHEMA" --partition-by 'day(event_time)' > /dev/null
+  /usr/bin/time -v -o "$DATA/kafka-$name.time" "$DATA/sluice" ingest "$out" --from "$src" --json "$@" > "$DATA/kafka-$name.json"
+}
+prof() { [ -n "${SLUICE_CPUPROFILE:-}" ] && echo "--cpuprofile=$SLUICE_CPUPROFILE.$1" || true; }
+ingest "kafka://$addr/events-half" "$OUT_HALF" half
+# shellcheck disable=SC2046 # prof prints one word or none
+ingest "kafka://$addr/events" "$OUT_KAFKA" kafka $(prof kafka)
+# shellcheck disable=SC2046
+ingest "$IN" "$OUT_FILES" files $(prof files)
+broker_rss=$(awk '/VmHWM/ {print $2}' "/proc/$broker/status")
+
+# Same rows through both paths: counts, and a checksum over every column.
+fail=0
+floor_records=$(json records < "$DATA/kafka-floor.json")
+kafka_rows=$(json rows_written < "$DATA/kafka-kafka.json")
+files_rows=$(json rows_written < "$DATA/kafka-files.json")
+half_rows=$(json rows_written < "$DATA/kafka-half.json")
+for v in produced floor_records kafka_rows files_rows; do
+  [ "${!v}" = "$RECORDS" ] || { echo "$v is ${!v}, not $RECORDS" >&2; fail=1; }
+done
+[ "$half_rows" = "$half_records" ] || { echo "half run wrote $half_rows rows, not $half_records" >&2; fail=1; }
+"$DATA/sluice" files "$OUT_KAFKA" | node tools/duckrows.mjs --list - > "$DATA/kafka-check-kafka.json"
+"$DATA/sluice" files "$OUT_FILES" | node tools/duckrows.mjs --list - > "$DATA/kafka-check-files.json"
+ck=$(json checksum < "$DATA/kafka-check-kafka.json"); cf=$(json checksum < "$DATA/kafka-check-files.json")
+rk=$(json rows < "$DATA/kafka-check-kafka.json"); rf=$(json rows < "$DATA/kafka-check-files.json")
+[ "$rk" = "$RECORDS" ] && [ "$rf" = "$RECORDS" ] || { echo "tables read back $rk (kafka) and $rf (files) rows, not $RECORDS" >&2; fail=1; }
+[ "$ck" = "$cf" ] || { echo "checksums differ: kafka table $ck, files table $cf" >&2; fail=1; }
+
+row() { # row NAME SECONDS RECORDS BYTES RSS
+  printf '%-14s %10.3f %12.0f %9.1f %12s\n' "$1" "$2" "$(echo "$3 / $2" | bc -l)" "$(echo "$4 / $2 / 1000000" | bc -l)" "$5"
+}
+floor_s=$(json seconds < "$DATA/kafka-floor.json")
+kafka_s=$(json seconds < "$DATA/kafka-kafka.json")
+files_s=$(json seconds < "$DATA/kafka-files.json")
+half_s=$(json seconds < "$DATA/kafka-half.json")
+kafka_rss=$(rss "$DATA/kafka-kafka.time")
+half_rss=$(rss "$DATA/kafka-half.time")
+printf '\n%s records, %s files, %s partitions, %s batches, %s CPUs\n' "$RECORDS" "$FILES" "$PARTITIONS" "$COMPRESSION" "$(nproc)"
+printf '%-14s %10s %12s %9s %12s\n' path seconds records/s MB/s peak_rss_kb
+row "floor" "$floor_s" "$floor_records" "$(json bytes < "$DATA/kafka-floor.json")" "$(rss "$DATA/kafka-floor.time")"
+row "sluice kafka" "$kafka_s" "$kafka_rows" "$(json bytes_in < "$DATA/kafka-kafka.json")" "$kafka_rss"
+row "sluice files" "$files_s" "$files_rows" "$(json bytes_in < "$DATA/kafka-files.json")" "$(rss "$DATA/kafka-files.time")"
+row "sluice half" "$half_s" "$half_rows" "$(json bytes_in < "$DATA/kafka-half.json")" "$half_rss"
+printf '(MB/s over the bytes read: record values for Kafka, file bytes with newlines for files; broker peak RSS %s kB, not included)\n' "$broker_rss"
+ratio=$(echo "$kafka_s / $files_s" | bc -l)
+printf 'kafka/files time %.2f (target <= 1.2: %s); floor/kafka time %.2f\n' "$ratio" \
+  "$([ "$(echo "$ratio <= 1.2" | bc)" = 1 ] && echo met || echo MISSED)" "$(echo "$floor_s / $kafka_s" | bc -l)"
+printf 'sluice kafka RSS full/half (%s/%s records): %.2f\n' "$RECORDS" "$half_records" "$(echo "$kafka_rss / $half_rss" | bc -l)"
+printf 'check: rows %s = %s = %s; checksum over all columns %s\n' "$kafka_rows" "$files_rows" "$RECORDS" "$([ "$ck" = "$cf" ] && echo equal || echo DIFFERS)"
+exit $fail
