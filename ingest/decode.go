@@ -33,6 +33,7 @@ type decoder struct {
 	conv     []converter
 	maxBytes int
 	parser   fastjson.Parser
+	extras   // the _extra column, when the table has one
 }
 
 func newDecoder(schema catalog.Schema, o Options) *decoder {
@@ -40,6 +41,7 @@ func newDecoder(schema catalog.Schema, o Options) *decoder {
 	for _, c := range schema.Columns {
 		d.conv = append(d.conv, converter{col: c, unit: o.EpochUnit})
 	}
+	d.extras = newExtras(schema)
 	return d
 }
 
@@ -219,11 +221,17 @@ func (d *decoder) jsonRow(rec []byte, row []any) error {
 		return badRecord("want a JSON object, got %s", jsonKind(v))
 	}
 	for i := range d.conv {
+		if i == d.extra {
+			continue
+		}
 		x, err := d.conv[i].fromJSON(obj.Get(d.conv[i].col.Name))
 		if err != nil {
 			return err
 		}
 		row[i] = x
+	}
+	if d.extra >= 0 {
+		row[d.extra] = d.fromObject(obj)
 	}
 	return nil
 }
@@ -270,6 +278,9 @@ func (d *decoder) decodeCSV(ctx context.Context, r io.Reader, emit emitFunc) err
 	var missing []string
 	for i, c := range d.conv {
 		where[i] = -1
+		if i == d.extra {
+			continue // never read from a field of its own: see extras
+		}
 		for j, h := range header {
 			if strings.TrimSpace(strings.TrimPrefix(h, "\ufeff")) == c.col.Name {
 				where[i] = j
@@ -282,6 +293,7 @@ func (d *decoder) decodeCSV(ctx context.Context, r io.Reader, emit emitFunc) err
 	if len(missing) > 0 {
 		return fmt.Errorf("CSV header lacks required column(s) %s", strings.Join(missing, ", "))
 	}
+	extraFields := d.extraFields(header, where)
 	_ = rec.take(cr.InputOffset())
 	var n int64
 	for {
@@ -341,6 +353,9 @@ func (d *decoder) decodeCSV(ctx context.Context, r io.Reader, emit emitFunc) err
 					break
 				}
 			}
+			if row != nil && d.extra >= 0 {
+				row[d.extra] = d.fromFields(extraFields, fields)
+			}
 		}
 		if e := emit(line, raw, row, bad); e != nil {
 			return e
@@ -351,9 +366,12 @@ func (d *decoder) decodeCSV(ctx context.Context, r io.Reader, emit emitFunc) err
 func (d *decoder) decodeParquet(ctx context.Context, st cloud.Store, key string, size int64, emit emitFunc) error {
 	var n int64
 	var raw []byte
-	return catalog.ScanParquet(ctx, st, key, size, d.schema, func(row []any) error {
+	return catalog.ScanParquet(ctx, st, key, size, d.scanSchema(), func(row []any) error {
 		n++
 		var bad error
+		if d.extra >= 0 && row[d.extra] == nil {
+			row[d.extra] = d.none()
+		}
 		for i := range d.conv {
 			var v any
 			if v, bad = d.conv[i].checkValue(row[i]); bad != nil {

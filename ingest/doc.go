@@ -11,6 +11,15 @@
 // extension), per-record validation, the quarantine of bad records, and the
 // micro-batch buffer that bounds memory by a budget rather than by run size.
 //
+// Fields of a record that the table schema does not have are ignored,
+// unless the table has a string column named _extra (ExtraColumn): then
+// they are kept there as one compact JSON object, in the record's order —
+// a JSON line's or Kafka value's unknown members with their values as
+// written, a CSV file's unknown header columns as strings — and _extra is
+// NULL for a record without any ("{}" if the column is not nullable). A
+// Parquet landing file's columns must all be table columns, _extra or not:
+// one with others fails whole, naming them.
+//
 // Exactly once rests on the catalog's commit protocol: data files are
 // written first under fresh names, then one commit adds them and moves the
 // source checkpoint, with the checkpoint the run started from as a

@@ -1,0 +1,203 @@
+package ingest
+
+import (
+	"strings"
+	"unicode/utf8"
+
+	"github.com/valyala/fastjson"
+
+	"github.com/sluice-data/sluice/catalog"
+)
+
+// ExtraColumn is the name of the column in which a table asks to keep the
+// fields of a record that its schema does not have. It must be of type
+// string; nullable (string?) to hold NULL for a record without extra
+// fields, otherwise such a record gets "{}". A column of that name and
+// another type is an ordinary column.
+const ExtraColumn = "_extra"
+
+// extras builds the _extra value of a record: a compact JSON object of the
+// fields whose names are not table columns, in the record's order. The
+// table's own _extra column is never read from a field: a field named
+// "_extra" in the input is an unknown field like any other and is kept
+// under that name.
+type extras struct {
+	extra    int             // index of the _extra column; -1: the table has none
+	nullable bool            // NULL, not "{}", when a record has no extra field
+	known    map[string]bool // the table's other columns
+	buf      []byte
+}
+
+func newExtras(s catalog.Schema) extras {
+	e := extras{extra: -1}
+	for i, c := range s.Columns {
+		if c.Name == ExtraColumn && c.Type.Kind == catalog.KindString {
+			e.extra, e.nullable = i, c.Nullable
+		}
+	}
+	if e.extra < 0 {
+		return e
+	}
+	e.known = map[string]bool{}
+	for i, c := range s.Columns {
+		if i != e.extra {
+			e.known[c.Name] = true
+		}
+	}
+	return e
+}
+
+// none is the _extra value of a record without extra fields.
+func (e *extras) none() any {
+	if e.nullable {
+		return nil
+	}
+	return "{}"
+}
+
+// fromObject returns the _extra value of a JSON object.
+func (e *extras) fromObject(obj *fastjson.Object) any {
+	e.buf = e.buf[:0]
+	obj.Visit(func(k []byte, v *fastjson.Value) {
+		if e.known[string(k)] {
+			return
+		}
+		e.buf = e.field(e.buf, k)
+		e.buf = appendJSON(e.buf, v)
+	})
+	return e.end()
+}
+
+// csvExtra is a CSV field that is not a table column.
+type csvExtra struct {
+	field int
+	name  []byte
+}
+
+// extraFields returns the CSV header's fields that are not table columns;
+// where[i] is the field of table column i. The names are copied: the
+// csv.Reader reuses the header's slice.
+func (e *extras) extraFields(header []string, where []int) []csvExtra {
+	if e.extra < 0 {
+		return nil
+	}
+	used := map[int]bool{}
+	for _, j := range where {
+		used[j] = true
+	}
+	var out []csvExtra
+	for j, h := range header {
+		if !used[j] {
+			out = append(out, csvExtra{field: j, name: []byte(strings.TrimSpace(strings.TrimPrefix(h, "\ufeff")))})
+		}
+	}
+	return out
+}
+
+// fromFields returns the _extra value of a CSV row: the extra fields as
+// JSON strings, under their header names.
+func (e *extras) fromFields(extra []csvExtra, fields []string) any {
+	e.buf = e.buf[:0]
+	for _, x := range extra {
+		e.buf = e.field(e.buf, x.name)
+		e.buf = appendJSONString(e.buf, []byte(fields[x.field]))
+	}
+	return e.end()
+}
+
+// field starts the next member of the object being built in dst.
+func (e *extras) field(dst, name []byte) []byte {
+	if len(dst) == 0 {
+		dst = append(dst, '{')
+	} else {
+		dst = append(dst, ',')
+	}
+	dst = appendJSONString(dst, name)
+	return append(dst, ':')
+}
+
+func (e *extras) end() any {
+	if len(e.buf) == 0 {
+		return e.none()
+	}
+	e.buf = append(e.buf, '}')
+	return string(e.buf)
+}
+
+// scanSchema is the schema a Parquet landing file is read as: the
+// table's, with a non-nullable _extra column read as nullable, since a
+// landing file rarely has one.
+func (d *decoder) scanSchema() catalog.Schema {
+	if d.extra < 0 || d.nullable {
+		return d.schema
+	}
+	s := catalog.Schema{Columns: append([]catalog.Column(nil), d.schema.Columns...)}
+	s.Columns[d.extra].Nullable = true
+	return s
+}
+
+// appendJSON appends v as compact JSON. fastjson's own MarshalTo escapes
+// control characters the way Go source does (\x01), which is not JSON.
+func appendJSON(dst []byte, v *fastjson.Value) []byte {
+	switch v.Type() {
+	case fastjson.TypeString:
+		b, _ := v.StringBytes()
+		return appendJSONString(dst, b)
+	case fastjson.TypeObject:
+		o, _ := v.Object()
+		dst = append(dst, '{')
+		first := true
+		o.Visit(func(k []byte, x *fastjson.Value) {
+			if !first {
+				dst = append(dst, ',')
+			}
+			first = false
+			dst = appendJSONString(dst, k)
+			dst = append(dst, ':')
+			dst = appendJSON(dst, x)
+		})
+		return append(dst, '}')
+	case fastjson.TypeArray:
+		a, _ := v.Array()
+		dst = append(dst, '[')
+		for i, x := range a {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendJSON(dst, x)
+		}
+		return append(dst, ']')
+	}
+	return v.MarshalTo(dst) // numbers as written, true, false, null
+}
+
+// appendJSONString appends s (valid UTF-8: records are checked before
+// decoding) as a JSON string.
+func appendJSONString(dst, s []byte) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			dst = append(dst, '\\', c)
+		case c == '\n':
+			dst = append(dst, '\\', 'n')
+		case c == '\r':
+			dst = append(dst, '\\', 'r')
+		case c == '\t':
+			dst = append(dst, '\\', 't')
+		case c < 0x20:
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		case c < utf8.RuneSelf:
+			dst = append(dst, c)
+		default:
+			_, n := utf8.DecodeRune(s[i:])
+			dst = append(dst, s[i:i+n]...)
+			i += n
+			continue
+		}
+		i++
+	}
+	return append(dst, '"')
+}
