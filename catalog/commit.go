@@ -56,6 +56,15 @@ type Change struct {
 	// writer started from (nil: none). If a concurrent commit moved that
 	// checkpoint, the change conflicts: two runs consumed the same range.
 	CheckpointBase map[string]json.RawMessage
+	// CheckpointMerge sets checkpoints that several writers advance in
+	// parts (a Kafka topic whose partitions are spread over instances):
+	// at every commit attempt, each function is given the key's value in
+	// the newest version (nil: none) and returns the value to commit. An
+	// error from it means the concurrent writer moved a part this change
+	// covers; the commit then fails with an error wrapping it and
+	// ErrConflict, and nothing of the change is visible. A key may not be
+	// in both Checkpoints and CheckpointMerge.
+	CheckpointMerge map[string]func(current json.RawMessage) (json.RawMessage, error)
 
 	// RestoreFrom, when set, makes the new version's content (schema,
 	// spec, properties, checkpoints, files) equal to that manifest's:
@@ -173,8 +182,16 @@ func (c *Change) validate() error {
 	if c.Create && (c.Schema == nil || c.Spec == nil) {
 		return errors.New("creating a table needs a schema and a partition spec")
 	}
-	if c.RestoreFrom != nil && (len(c.Add) > 0 || len(c.Remove) > 0 || c.Schema != nil || c.Create) {
-		return errors.New("a restore cannot also add, remove or change the schema")
+	if c.RestoreFrom != nil && (len(c.Add) > 0 || len(c.Remove) > 0 || c.Schema != nil || c.Create || len(c.CheckpointMerge) > 0) {
+		return errors.New("a restore cannot also add, remove, merge checkpoints or change the schema")
+	}
+	for k, fn := range c.CheckpointMerge {
+		if _, ok := c.Checkpoints[k]; ok {
+			return fmt.Errorf("checkpoint %q is both set and merged", k)
+		}
+		if fn == nil {
+			return fmt.Errorf("checkpoint %q: nil merge function", k)
+		}
 	}
 	for k := range c.Checkpoints {
 		if _, ok := c.CheckpointBase[k]; !ok {
@@ -308,6 +325,20 @@ func (s *staged) build(ctx context.Context, base *Manifest) (*Manifest, error) {
 		next.Checkpoints = map[string]json.RawMessage{}
 	}
 	maps.Copy(next.Checkpoints, c.Checkpoints)
+	if len(c.CheckpointMerge) > 0 && next.Checkpoints == nil {
+		next.Checkpoints = map[string]json.RawMessage{}
+	}
+	for _, k := range slices.Sorted(maps.Keys(c.CheckpointMerge)) {
+		cur := next.Checkpoints[k]
+		if len(compactJSON(cur)) == 0 {
+			cur = nil
+		}
+		v, err := c.CheckpointMerge[k](cur)
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint %q in version %d: %w: %w", k, next.Version-1, err, ErrConflict)
+		}
+		next.Checkpoints[k] = v
+	}
 
 	sum := Summary{DataChange: c.DataChange}
 	touched := map[string]bool{}

@@ -2,9 +2,12 @@ package catalog_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -285,6 +288,80 @@ func TestCheckpointConflict(t *testing.T) {
 	m, _ := tbl.Latest(ctx)
 	if got := string(m.Checkpoints["kafka:t/0"]); got != `{"offset":20}` {
 		t.Fatalf("checkpoint %s, want offset 20", got)
+	}
+}
+
+// Writers that each advance their own parts of one checkpoint (Kafka
+// partitions spread over instances) commit without conflict, whatever the
+// order; a writer whose part was moved by another fails with ErrConflict
+// and commits nothing.
+func TestCheckpointMergeCoversOnlyItsParts(t *testing.T) {
+	ctx := context.Background()
+	tbl, _ := newTable(t, t.TempDir())
+	day := time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
+	// advance moves parts from their base offsets to new ones, requiring
+	// only those parts unchanged.
+	advance := func(from, to map[string]int) func(json.RawMessage) (json.RawMessage, error) {
+		return func(cur json.RawMessage) (json.RawMessage, error) {
+			m := map[string]int{}
+			if cur != nil {
+				if err := json.Unmarshal(cur, &m); err != nil {
+					return nil, err
+				}
+			}
+			for p, off := range from {
+				if got, ok := m[p]; ok != (off >= 0) || (ok && got != off) {
+					return nil, fmt.Errorf("part %s is at %d, not %d", p, got, off)
+				}
+				m[p] = to[p]
+			}
+			return json.Marshal(m)
+		}
+	}
+	commit := func(from, to map[string]int) error {
+		m, _ := tbl.Latest(ctx)
+		files, err := tbl.WriteFiles(ctx, m, eventRows(day, 0, 3))
+		if err != nil {
+			return err
+		}
+		_, err = tbl.Commit(ctx, catalog.Change{Operation: "ingest", Add: files, DataChange: true,
+			CheckpointMerge: map[string]func(json.RawMessage) (json.RawMessage, error){"kafka:t": advance(from, to)}})
+		return err
+	}
+	// Eight writers, each the first to take its own part, all at once.
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range 8 {
+		wg.Go(func() {
+			p := strconv.Itoa(i)
+			errs[i] = commit(map[string]int{p: -1}, map[string]int{p: 10 + i})
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("writers of distinct parts conflicted: %v", err)
+	}
+	m, _ := tbl.Latest(ctx)
+	want := `{"0":10,"1":11,"2":12,"3":13,"4":14,"5":15,"6":16,"7":17}`
+	if got := string(m.Checkpoints["kafka:t"]); got != want {
+		t.Fatalf("checkpoint %s, want %s", got, want)
+	}
+	if err := commit(map[string]int{"3": 13}, map[string]int{"3": 30}); err != nil {
+		t.Fatal(err)
+	}
+	// A writer that also started part 3 at 13 lost the race.
+	err := commit(map[string]int{"3": 13, "4": 14}, map[string]int{"3": 20, "4": 20})
+	if !errors.Is(err, catalog.ErrConflict) || !strings.Contains(err.Error(), "part 3 is at 30, not 13") {
+		t.Fatalf("got %v, want ErrConflict naming part 3", err)
+	}
+	if after, _ := tbl.Latest(ctx); after.Version != m.Version+1 {
+		t.Fatalf("a conflicting merge left version %d, want %d", after.Version, m.Version+1)
+	}
+	_, err = tbl.Commit(ctx, catalog.Change{Operation: "ingest",
+		Checkpoints:     map[string]jsonRaw{"kafka:t": jsonRaw(`{}`)},
+		CheckpointMerge: map[string]func(json.RawMessage) (json.RawMessage, error){"kafka:t": advance(nil, nil)}})
+	if err == nil || !strings.Contains(err.Error(), "both set and merged") {
+		t.Fatalf("setting and merging one key: err = %v", err)
 	}
 }
 
