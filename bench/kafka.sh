@@ -11,7 +11,8 @@
 # `events` (PARTITIONS partitions, default 12, COMPRESSION batches, default
 # lz4, as producers usually ship them, so the consumers pay the
 # decompression a real topic costs) and the first FILES/2 files onto
-# `events-half`, then times, with /usr/bin/time -v for peak RSS:
+# `events-half`, then times, in RUNS rounds (default 3), with
+# /usr/bin/time -v for peak RSS and CPU time:
 #   floor         `kafkabench consume`: franz-go reading every partition
 #                 directly from start to the end offsets listed at start,
 #                 read_committed, counting records and bytes
@@ -20,7 +21,10 @@
 #   sluice half   the Kafka run over `events-half`, for peak RSS as the run
 #                 doubles
 # into tables made by `sluice init` (not timed), partitioned by
-# day(event_time). Checks that both full tables hold RECORDS rows with the
+# day(event_time). Each path's fastest round is reported (the rounds
+# interleave the paths, so a busy machine slows all of them alike), with
+# the peak RSS over all rounds and the broker's CPU time during the sluice
+# Kafka runs. Checks that both full tables hold RECORDS rows with the
 # same order-independent checksum (tools/duckrows.mjs), that the floor read
 # RECORDS records and the half run wrote the half's rows; exits 1 if not.
 # The broker runs beside sluice on the same CPUs; its peak RSS (kfake keeps
@@ -28,13 +32,14 @@
 # cache after producing, so the files path reads from memory, as the Kafka
 # path does.
 # SLUICE_CPUPROFILE=PREFIX writes CPU profiles PREFIX.kafka and PREFIX.files
-# of the two full-size sluice runs.
+# of the two full-size sluice runs (the last round's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RECORDS=${1:-2000000}
 FILES=${2:-20}
 PARTITIONS=${PARTITIONS:-12}
 COMPRESSION=${COMPRESSION:-lz4}
+RUNS=${RUNS:-3}
 DATA=bench/.data
 IN=$DATA/jsonl-$RECORDS-$FILES
 HALF=$DATA/jsonl-$RECORDS-$FILES-half
@@ -64,8 +69,6 @@ go build -o "$DATA/kafkabench" ./bench/kafkabench
 
 rss() { awk -F': ' '/Maximum resident set size/ {print $2}' "$1"; }
 json() { node -e 'const o=JSON.parse(require("fs").readFileSync(0,"utf8"))[process.argv[1]];console.log(typeof o==="object"?JSON.stringify(o):o)' "$1"; }
-half_records=$(cat "$HALF"/*.jsonl | wc -l)
-
 # The broker, stopped on any exit.
 rm -f "$ADDRFILE"
 "$DATA/kafkabench" broker "$ADDRFILE" 2> "$DATA/kafka-broker.log" &
@@ -82,9 +85,9 @@ echo "producing $RECORDS records onto $PARTITIONS partitions ($COMPRESSION) at $
 produced=$(json records < "$DATA/kafka-produce.json")
 sync
 
-# The floor.
-/usr/bin/time -v -o "$DATA/kafka-floor.time" "$DATA/kafkabench" consume "$addr" events > "$DATA/kafka-floor.json"
-
+# The rounds: floor, half, kafka, files. The broker's CPU time during each
+# sluice Kafka run is read from /proc: it competes with sluice for the
+# same CPUs.
 ingest() { # ingest SOURCE OUT NAME [extra flags]
   local src=$1 out=$2 name=$3; shift 3
   rm -rf "$out" "${out}_quarantine"
@@ -92,23 +95,34 @@ ingest() { # ingest SOURCE OUT NAME [extra flags]
   /usr/bin/time -v -o "$DATA/kafka-$name.time" "$DATA/sluice" ingest "$out" --from "$src" --json "$@" > "$DATA/kafka-$name.json"
 }
 prof() { [ -n "${SLUICE_CPUPROFILE:-}" ] && echo "--cpuprofile=$SLUICE_CPUPROFILE.$1" || true; }
-ingest "kafka://$addr/events-half" "$OUT_HALF" half
-# shellcheck disable=SC2046 # prof prints one word or none
-ingest "kafka://$addr/events" "$OUT_KAFKA" kafka $(prof kafka)
-# shellcheck disable=SC2046
-ingest "$IN" "$OUT_FILES" files $(prof files)
+broker_ticks() { awk '{print $14 + $15}' "/proc/$broker/stat"; }
+tck=$(getconf CLK_TCK)
+for r in $(seq "$RUNS"); do
+  echo "round $r of $RUNS ..." >&2
+  /usr/bin/time -v -o "$DATA/kafka-floor-$r.time" "$DATA/kafkabench" consume "$addr" events > "$DATA/kafka-floor-$r.json"
+  t0=$(broker_ticks); ingest "kafka://$addr/events-half" "$OUT_HALF" "half-$r"
+  printf "%.2f\n" "$(echo "($(broker_ticks) - $t0) / $tck" | bc -l)" > "$DATA/kafka-half-$r.broker"
+  # shellcheck disable=SC2046 # prof prints one word or none
+  t0=$(broker_ticks); ingest "kafka://$addr/events" "$OUT_KAFKA" "kafka-$r" $(prof kafka)
+  printf "%.2f\n" "$(echo "($(broker_ticks) - $t0) / $tck" | bc -l)" > "$DATA/kafka-kafka-$r.broker"
+  # shellcheck disable=SC2046
+  ingest "$IN" "$OUT_FILES" "files-$r" $(prof files)
+done
 broker_rss=$(awk '/VmHWM/ {print $2}' "/proc/$broker/status")
 
-# Same rows through both paths: counts, and a checksum over every column.
+# Same rows through both paths: counts in every round, and a checksum over
+# every column of the last round's tables.
 fail=0
-floor_records=$(json records < "$DATA/kafka-floor.json")
-kafka_rows=$(json rows_written < "$DATA/kafka-kafka.json")
-files_rows=$(json rows_written < "$DATA/kafka-files.json")
-half_rows=$(json rows_written < "$DATA/kafka-half.json")
-for v in produced floor_records kafka_rows files_rows; do
-  [ "${!v}" = "$RECORDS" ] || { echo "$v is ${!v}, not $RECORDS" >&2; fail=1; }
+half_records=$(cat "$HALF"/*.jsonl | wc -l)
+[ "$produced" = "$RECORDS" ] || { echo "produced $produced records, not $RECORDS" >&2; fail=1; }
+for r in $(seq "$RUNS"); do
+  for v in "floor records" "kafka rows_written" "files rows_written" "half rows_written"; do
+    set -- $v
+    want=$RECORDS; [ "$1" = half ] && want=$half_records
+    got=$(json "$2" < "$DATA/kafka-$1-$r.json")
+    [ "$got" = "$want" ] || { echo "round $r: $1 read $got records, not $want" >&2; fail=1; }
+  done
 done
-[ "$half_rows" = "$half_records" ] || { echo "half run wrote $half_rows rows, not $half_records" >&2; fail=1; }
 "$DATA/sluice" files "$OUT_KAFKA" | node tools/duckrows.mjs --list - > "$DATA/kafka-check-kafka.json"
 "$DATA/sluice" files "$OUT_FILES" | node tools/duckrows.mjs --list - > "$DATA/kafka-check-files.json"
 ck=$(json checksum < "$DATA/kafka-check-kafka.json"); cf=$(json checksum < "$DATA/kafka-check-files.json")
@@ -116,25 +130,37 @@ rk=$(json rows < "$DATA/kafka-check-kafka.json"); rf=$(json rows < "$DATA/kafka-
 [ "$rk" = "$RECORDS" ] && [ "$rf" = "$RECORDS" ] || { echo "tables read back $rk (kafka) and $rf (files) rows, not $RECORDS" >&2; fail=1; }
 [ "$ck" = "$cf" ] || { echo "checksums differ: kafka table $ck, files table $cf" >&2; fail=1; }
 
-row() { # row NAME SECONDS RECORDS BYTES RSS
-  printf '%-14s %10.3f %12.0f %9.1f %12s\n' "$1" "$2" "$(echo "$3 / $2" | bc -l)" "$(echo "$4 / $2 / 1000000" | bc -l)" "$5"
-}
-floor_s=$(json seconds < "$DATA/kafka-floor.json")
-kafka_s=$(json seconds < "$DATA/kafka-kafka.json")
-files_s=$(json seconds < "$DATA/kafka-files.json")
-half_s=$(json seconds < "$DATA/kafka-half.json")
-kafka_rss=$(rss "$DATA/kafka-kafka.time")
-half_rss=$(rss "$DATA/kafka-half.time")
-printf '\n%s records, %s files, %s partitions, %s batches, %s CPUs\n' "$RECORDS" "$FILES" "$PARTITIONS" "$COMPRESSION" "$(nproc)"
-printf '%-14s %10s %12s %9s %12s\n' path seconds records/s MB/s peak_rss_kb
-row "floor" "$floor_s" "$floor_records" "$(json bytes < "$DATA/kafka-floor.json")" "$(rss "$DATA/kafka-floor.time")"
-row "sluice kafka" "$kafka_s" "$kafka_rows" "$(json bytes_in < "$DATA/kafka-kafka.json")" "$kafka_rss"
-row "sluice files" "$files_s" "$files_rows" "$(json bytes_in < "$DATA/kafka-files.json")" "$(rss "$DATA/kafka-files.time")"
-row "sluice half" "$half_s" "$half_rows" "$(json bytes_in < "$DATA/kafka-half.json")" "$half_rss"
-printf '(MB/s over the bytes read: record values for Kafka, file bytes with newlines for files; broker peak RSS %s kB, not included)\n' "$broker_rss"
-ratio=$(echo "$kafka_s / $files_s" | bc -l)
+cpu() { awk -F': ' '/User time|System time/ {s += $2} END {printf "%.2f", s}' "$1"; }
+declare -A S B R C N W
+for name in floor kafka files half; do
+  best=; all=; R[$name]=0
+  for r in $(seq "$RUNS"); do
+    s=$(json seconds < "$DATA/kafka-$name-$r.json"); all="$all $(printf '%.2f' "$s")"
+    m=$(rss "$DATA/kafka-$name-$r.time"); [ "$m" -gt "${R[$name]}" ] && R[$name]=$m
+    if [ -z "$best" ] || [ "$(echo "$s < ${S[$name]}" | bc)" = 1 ]; then best=$r; S[$name]=$s; fi
+  done
+  W[$name]=$all
+  C[$name]=$(cpu "$DATA/kafka-$name-$best.time")
+  if [ "$name" = floor ]; then
+    N[$name]=$(json records < "$DATA/kafka-floor-$best.json"); B[$name]=$(json bytes < "$DATA/kafka-floor-$best.json")
+  else
+    N[$name]=$(json rows_written < "$DATA/kafka-$name-$best.json"); B[$name]=$(json bytes_in < "$DATA/kafka-$name-$best.json")
+  fi
+  [ -f "$DATA/kafka-$name-$best.broker" ] && C[$name]="${C[$name]} +$(cat "$DATA/kafka-$name-$best.broker")"
+done
+printf '\n%s records, %s files, %s partitions, %s batches, %s CPUs, best of %s rounds\n' "$RECORDS" "$FILES" "$PARTITIONS" "$COMPRESSION" "$(nproc)" "$RUNS"
+printf '%-14s %9s %12s %8s %12s %14s  %s\n' path seconds records/s MB/s peak_rss_kb cpu_s+broker every_round_s
+for name in floor kafka files half; do
+  label=$name; [ "$name" = floor ] || label="sluice $name"
+  printf '%-14s %9.3f %12.0f %8.1f %12s %14s %s\n' "$label" "${S[$name]}" "$(echo "${N[$name]} / ${S[$name]}" | bc -l)" \
+    "$(echo "${B[$name]} / ${S[$name]} / 1000000" | bc -l)" "${R[$name]}" "${C[$name]}" "${W[$name]}"
+done
+printf '(MB/s over the bytes read: record values for Kafka, file bytes with newlines for files;\n'
+printf ' cpu_s: user+sys of the process, +broker CPU in the same run; broker peak RSS %s kB, not included)\n' "$broker_rss"
+ratio=$(echo "${S[kafka]} / ${S[files]}" | bc -l)
 printf 'kafka/files time %.2f (target <= 1.2: %s); floor/kafka time %.2f\n' "$ratio" \
-  "$([ "$(echo "$ratio <= 1.2" | bc)" = 1 ] && echo met || echo MISSED)" "$(echo "$floor_s / $kafka_s" | bc -l)"
-printf 'sluice kafka RSS full/half (%s/%s records): %.2f\n' "$RECORDS" "$half_records" "$(echo "$kafka_rss / $half_rss" | bc -l)"
-printf 'check: rows %s = %s = %s; checksum over all columns %s\n' "$kafka_rows" "$files_rows" "$RECORDS" "$([ "$ck" = "$cf" ] && echo equal || echo DIFFERS)"
+  "$([ "$(echo "$ratio <= 1.2" | bc)" = 1 ] && echo met || echo MISSED)" "$(echo "${S[floor]} / ${S[kafka]}" | bc -l)"
+printf 'sluice kafka peak RSS full/half (%s/%s records): %.2f; kafka/files peak RSS %.2f\n' "$RECORDS" "$half_records" \
+  "$(echo "${R[kafka]} / ${R[half]}" | bc -l)" "$(echo "${R[kafka]} / ${R[files]}" | bc -l)"
+printf 'check: rows %s (kafka) = %s (files) = %s; checksum over all columns %s\n' "$rk" "$rf" "$RECORDS" "$([ "$ck" = "$cf" ] && echo equal || echo DIFFERS)"
 exit $fail
