@@ -24,34 +24,69 @@ var errRestart = errors.New("restart without the failed file")
 // ends (or when the memory budget is reached), and a partition's file is
 // finished when it nears the target size. A failed landing file's rows are
 // dropped from the buffers, so they never reach a file.
+//
+// Decoding and encoding overlap: the caller's goroutine decodes and
+// buffers, and one writer goroutine per sink (started by the first
+// hand-off) encodes, compresses and uploads the batches handed to it, in
+// order. At most one batch waits while the writer works on another, so the
+// rows in memory stay within the budget: half for the batch being filled,
+// half for the one being written.
 type sink struct {
+	router *catalog.Partitioner
+	budget int64 // for rows buffered here, half the sink's budget
+
+	parts    map[string]*buffered
+	buffered int64 // estimated bytes of rows held in parts
+	spilled  bool  // rows of the current landing file reached a writer
+
+	w       *sinkWriter
+	started bool // w's goroutine runs (or ran)
+	stopped bool // w.batches is closed
+}
+
+// buffered is one partition's rows not yet handed to the writer.
+type buffered struct {
+	vals map[string]*string
+	rows [][]any
+	in   int64 // input bytes of rows
+}
+
+// batch is what one hand-off gives the writer: rows by partition. final
+// asks it to finish every open file after writing them.
+type batch struct {
+	parts map[string]*buffered
+	final bool
+}
+
+// sinkWriter owns the Parquet writers of one sink; after start, only its
+// goroutine touches it until done is closed.
+type sinkWriter struct {
 	t      *catalog.Table
 	schema catalog.Schema
-	spec   catalog.PartitionSpec
-	router *catalog.Partitioner
-	budget int64
+	budget int64 // for row groups held by open writers, half the sink's
 	target int64
 
-	parts    map[string]*partition
-	buffered int64 // estimated bytes of rows held in memory
-	spilled  bool  // rows of the current landing file reached a writer
-	files    []catalog.DataFile
+	parts map[string]*partition
+	files []catalog.DataFile
 	// inBytes and outBytes relate input record bytes to Parquet bytes over
 	// the finished files, to predict when a file reaches the target.
 	inBytes, outBytes int64
+
+	batches chan batch
+	done    chan struct{}
+	err     error // read after done is closed
 }
 
 type partition struct {
 	vals map[string]*string
-	rows [][]any
-	in   int64 // input bytes of rows
 	w    *catalog.ParquetWriter
 	wIn  int64 // input bytes of rows written to w
 }
 
 func newSink(t *catalog.Table, m *catalog.Manifest, budget, target int64) *sink {
-	return &sink{t: t, schema: m.Schema, spec: m.Spec, router: catalog.NewPartitioner(m.Schema, m.Spec),
-		budget: budget, target: target, parts: map[string]*partition{}}
+	return &sink{router: catalog.NewPartitioner(m.Schema, m.Spec), budget: budget / 2, parts: map[string]*buffered{},
+		w: &sinkWriter{t: t, schema: m.Schema, budget: budget / 2, target: target, parts: map[string]*partition{},
+			batches: make(chan batch), done: make(chan struct{})}}
 }
 
 // add buffers one valid row; rawBytes is its input size.
@@ -60,13 +95,13 @@ func (s *sink) add(ctx context.Context, row []any, rawBytes int) error {
 	if err != nil {
 		return err
 	}
-	pt := s.parts[p]
-	if pt == nil {
-		pt = &partition{vals: vals}
-		s.parts[p] = pt
+	b := s.parts[p]
+	if b == nil {
+		b = &buffered{vals: vals}
+		s.parts[p] = b
 	}
-	pt.rows = append(pt.rows, row)
-	pt.in += int64(rawBytes)
+	b.rows = append(b.rows, row)
+	b.in += int64(rawBytes)
 	s.buffered += rowBytes(row)
 	if s.buffered > s.budget {
 		s.spilled = true
@@ -94,86 +129,47 @@ func rowBytes(row []any) int64 {
 	return n
 }
 
-// write hands every buffered row to its partition's writer, and finishes
-// the files that reached the target size.
+// write hands every buffered row to the writer goroutine. It blocks while
+// the writer is still busy with the previous batch, and returns the
+// writer's error if it failed.
 func (s *sink) write(ctx context.Context) error {
-	for _, p := range slices.Sorted(maps.Keys(s.parts)) {
-		pt := s.parts[p]
-		if len(pt.rows) > 0 {
-			if pt.w == nil {
-				w, err := catalog.NewParquetWriter(s.schema)
-				if err != nil {
-					return err
-				}
-				pt.w = w
-			}
-			if err := pt.w.Write(ctx, pt.rows); err != nil {
-				return fmt.Errorf("write partition %q: %w", p, err)
-			}
-			pt.wIn += pt.in
-			clear(pt.rows)
-			pt.rows, pt.in = pt.rows[:0], 0
-		}
-		if pt.w != nil && float64(pt.wIn)*s.ratio() >= float64(s.target) {
-			if err := s.finish(ctx, p, pt); err != nil {
-				return err
-			}
-		}
-	}
-	s.buffered = 0
-	return s.flushWriters()
-}
-
-// flushWriters keeps the row groups that open Parquet writers hold within
-// half the budget: one writer a partition, each building a row group in
-// memory, would otherwise hold a whole day's rows per partition and grow
-// with the run. The largest row groups are flushed first.
-func (s *sink) flushWriters() error {
-	var open []*partition
-	var held int64
-	for _, pt := range s.parts {
-		if pt.w != nil {
-			open = append(open, pt)
-			held += pt.w.Buffered()
-		}
-	}
-	if held <= s.budget/2 {
+	if s.buffered == 0 {
 		return nil
 	}
-	slices.SortFunc(open, func(a, b *partition) int { return cmp.Compare(b.w.Buffered(), a.w.Buffered()) })
-	for _, pt := range open {
-		if held <= s.budget/4 {
-			break
-		}
-		held -= pt.w.Buffered()
-		if err := pt.w.FlushRowGroup(); err != nil {
-			return err
-		}
-	}
-	return nil
+	b := batch{parts: s.parts}
+	s.parts, s.buffered = map[string]*buffered{}, 0
+	return s.send(ctx, b)
 }
 
-// ratio predicts Parquet bytes per input byte: what the finished files
-// showed, else a guess typical of JSON events under zstd.
-func (s *sink) ratio() float64 {
-	if s.inBytes == 0 || s.outBytes == 0 {
-		return 0.2
+func (s *sink) send(ctx context.Context, b batch) error {
+	if s.stopped {
+		return errors.New("ingest: sink used after close")
 	}
-	return float64(s.outBytes) / float64(s.inBytes)
+	if !s.started {
+		s.started = true
+		go s.w.run(ctx)
+	}
+	select {
+	case s.w.batches <- b:
+		return nil
+	case <-s.w.done:
+		return s.w.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
-func (s *sink) finish(ctx context.Context, p string, pt *partition) error {
-	key := catalog.NewDataFilePath(p)
-	n, stats, err := pt.w.Close(ctx, s.t.Store(), key)
-	pt.w = nil
-	if err != nil {
-		return err
+// stop closes the writer's queue and waits for it; its error, if any.
+func (s *sink) stop() error {
+	if !s.started {
+		return nil
 	}
-	s.files = append(s.files, catalog.DataFile{Path: key, Partition: p, PartitionValues: pt.vals, Bytes: n, FileStats: stats})
-	s.inBytes += pt.wIn
-	s.outBytes += n
-	pt.wIn = 0
-	return nil
+	if !s.stopped {
+		s.stopped = true
+		close(s.w.batches)
+	}
+	<-s.w.done
+	return s.w.err
 }
 
 // fileDone: the current landing file was read whole; its rows may go to
@@ -186,10 +182,7 @@ func (s *sink) fileDone(ctx context.Context) error {
 // fileFailed drops the current landing file's buffered rows. It returns
 // errRestart if some of them already reached a writer.
 func (s *sink) fileFailed() error {
-	for _, pt := range s.parts {
-		clear(pt.rows)
-		pt.rows, pt.in = pt.rows[:0], 0
-	}
+	clear(s.parts)
 	s.buffered = 0
 	if s.spilled {
 		return errRestart
@@ -197,32 +190,151 @@ func (s *sink) fileFailed() error {
 	return nil
 }
 
-// close writes what is buffered and finishes every open file.
+// close writes what is buffered, finishes every open file, and returns
+// the files written.
 func (s *sink) close(ctx context.Context) ([]catalog.DataFile, error) {
-	if err := s.write(ctx); err != nil {
+	b := batch{parts: s.parts, final: true}
+	s.parts, s.buffered = map[string]*buffered{}, 0
+	if err := s.send(ctx, b); err != nil {
+		s.stop()
 		return nil, err
 	}
-	for _, p := range slices.Sorted(maps.Keys(s.parts)) {
-		if pt := s.parts[p]; pt.w != nil {
-			if err := s.finish(ctx, p, pt); err != nil {
-				return nil, err
-			}
-		}
+	if err := s.stop(); err != nil {
+		return nil, err
 	}
-	return s.files, nil
+	return s.w.files, nil
 }
 
-// abort discards open writers and deletes the files already uploaded:
-// they were never committed, and their names are unique to this run.
+// abort stops the writer, discards open writers and deletes the files
+// already uploaded: they were never committed, and their names are unique
+// to this run.
 func (s *sink) abort(ctx context.Context) {
-	for _, pt := range s.parts {
+	s.stop()
+	w := s.w
+	for _, pt := range w.parts {
 		if pt.w != nil {
 			pt.w.Abort()
 			pt.w = nil
 		}
 	}
-	for _, f := range s.files {
-		_ = s.t.Store().Delete(ctx, f.Path)
+	for _, f := range w.files {
+		_ = w.t.Store().Delete(ctx, f.Path)
 	}
-	s.files = nil
+	w.files = nil
+}
+
+// run writes the batches in order until the queue closes, a final batch
+// is done, one fails, or ctx is cancelled.
+func (w *sinkWriter) run(ctx context.Context) {
+	defer close(w.done)
+	for {
+		var b batch
+		var ok bool
+		select {
+		case b, ok = <-w.batches:
+		case <-ctx.Done():
+			w.err = ctx.Err()
+			return
+		}
+		if !ok {
+			return
+		}
+		if w.err = w.write(ctx, b); w.err != nil {
+			return
+		}
+		if b.final {
+			for _, p := range slices.Sorted(maps.Keys(w.parts)) {
+				if pt := w.parts[p]; pt.w != nil {
+					if w.err = w.finish(ctx, p, pt); w.err != nil {
+						return
+					}
+				}
+			}
+			return
+		}
+	}
+}
+
+// write hands a batch's rows to their partitions' writers, and finishes
+// the files that reached the target size.
+func (w *sinkWriter) write(ctx context.Context, b batch) error {
+	for _, p := range slices.Sorted(maps.Keys(b.parts)) {
+		bp := b.parts[p]
+		pt := w.parts[p]
+		if pt == nil {
+			pt = &partition{vals: bp.vals}
+			w.parts[p] = pt
+		}
+		if len(bp.rows) > 0 {
+			if pt.w == nil {
+				pw, err := catalog.NewParquetWriter(w.schema)
+				if err != nil {
+					return err
+				}
+				pt.w = pw
+			}
+			if err := pt.w.Write(ctx, bp.rows); err != nil {
+				return fmt.Errorf("write partition %q: %w", p, err)
+			}
+			pt.wIn += bp.in
+		}
+		if pt.w != nil && float64(pt.wIn)*w.ratio() >= float64(w.target) {
+			if err := w.finish(ctx, p, pt); err != nil {
+				return err
+			}
+		}
+	}
+	return w.flushWriters()
+}
+
+// flushWriters keeps the row groups that open Parquet writers hold within
+// the writer's budget: one writer a partition, each building a row group in
+// memory, would otherwise hold a whole day's rows per partition and grow
+// with the run. The largest row groups are flushed first.
+func (w *sinkWriter) flushWriters() error {
+	var open []*partition
+	var held int64
+	for _, pt := range w.parts {
+		if pt.w != nil {
+			open = append(open, pt)
+			held += pt.w.Buffered()
+		}
+	}
+	if held <= w.budget {
+		return nil
+	}
+	slices.SortFunc(open, func(a, b *partition) int { return cmp.Compare(b.w.Buffered(), a.w.Buffered()) })
+	for _, pt := range open {
+		if held <= w.budget/2 {
+			break
+		}
+		held -= pt.w.Buffered()
+		if err := pt.w.FlushRowGroup(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ratio predicts Parquet bytes per input byte: what the finished files
+// showed, else a guess typical of JSON events under zstd.
+func (w *sinkWriter) ratio() float64 {
+	if w.inBytes == 0 || w.outBytes == 0 {
+		return 0.2
+	}
+	return float64(w.outBytes) / float64(w.inBytes)
+}
+
+func (w *sinkWriter) finish(ctx context.Context, p string, pt *partition) error {
+	key := catalog.NewDataFilePath(p)
+	n, stats, err := pt.w.Close(ctx, w.t.Store(), key)
+	pt.w = nil
+	if err != nil {
+		return err
+	}
+	w.files = append(w.files, catalog.DataFile{Path: key, Partition: p, PartitionValues: pt.vals, Bytes: n, FileStats: stats})
+	w.inBytes += pt.wIn
+	w.outBytes += n
+	pt.wIn = 0
+	return nil
 }
