@@ -66,6 +66,17 @@ func (c *converter) fromJSON(v *fastjson.Value) (any, error) {
 		if t != fastjson.TypeNumber {
 			return nil, badValue(col, "want an integer, got %s", jsonKind(v))
 		}
+		// The common case without a string; anything fastjson refuses
+		// (a fraction, an exponent, out of range) takes the text path,
+		// which names the problem.
+		if n, err := v.Int64(); err == nil {
+			if col.Type.Kind == catalog.KindInt64 {
+				return n, nil
+			}
+			if n == int64(int32(n)) {
+				return int32(n), nil
+			}
+		}
 		return c.fromText(string(v.MarshalTo(nil)))
 	case catalog.KindFloat64:
 		if t != fastjson.TypeNumber {
@@ -181,7 +192,13 @@ func (c *converter) fromText(s string) (any, error) {
 
 // epoch converts a number of Options.EpochUnit since 1970-01-01 UTC.
 func (c *converter) epoch(s string) (any, error) {
-	per := map[EpochUnit]int64{EpochSeconds: 1e6, EpochMilliseconds: 1e3, EpochMicroseconds: 1}[c.unit]
+	var per int64 = 1e6
+	switch c.unit {
+	case EpochMilliseconds:
+		per = 1e3
+	case EpochMicroseconds:
+		per = 1
+	}
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
 		if n > math.MaxInt64/per || n < math.MinInt64/per {
 			return nil, badValue(c.col, "epoch %s (%s) out of range", s, c.unit)
@@ -241,21 +258,24 @@ func isNumber(s string) bool {
 // in: 8-4-4-4-12 lowercase hex digits. Other forms uuid.Parse accepts
 // (upper case, braces, urn:uuid:) are parsed and rewritten.
 func isCanonicalUUID(s string) bool {
-	if len(s) != 36 {
+	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
 		return false
 	}
-	for i := 0; i < 36; i++ {
-		c := s[i]
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-				return false
-			}
+	var bad byte
+	for _, r := range [...][2]int{{0, 8}, {9, 13}, {14, 18}, {19, 23}, {24, 36}} {
+		for _, c := range []byte(s[r[0]:r[1]]) {
+			bad |= lowerHex[c]
 		}
 	}
-	return true
+	return bad == 0
 }
+
+// lowerHex is 0 for the bytes 0-9 and a-f, 1 for every other.
+var lowerHex = func() (t [256]byte) {
+	for i := range t {
+		if !('0' <= i && i <= '9' || 'a' <= i && i <= 'f') {
+			t[i] = 1
+		}
+	}
+	return t
+}()
