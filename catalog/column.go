@@ -1,0 +1,113 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/sluice-data/sluice/cloud"
+)
+
+// ScanParquetColumn calls fn with every value of one column of the Parquet
+// file at key (size bytes), in row order: nil for NULL, otherwise the
+// value converted to col's type as ReadParquetRows converts it. Only that
+// column's pages are read, so looking up one column of a wide file costs
+// that column's bytes, not the file's. A file without the column calls fn
+// with nil for every row, as a nullable column added later reads; a file
+// whose column does not read as col's type fails with
+// ErrIncompatibleSchema. An error from fn stops the scan and is returned
+// as is. The context is checked between pages.
+func ScanParquetColumn(ctx context.Context, st cloud.Store, key string, size int64, col Column, fn func(v any) error) error {
+	f, r, err := openParquet(ctx, st, key, size)
+	if err != nil {
+		return err
+	}
+	_, cols, _, err := describeParquet(key, f)
+	if err != nil {
+		return err
+	}
+	var fc *fileColumn
+	for i := range cols {
+		if cols[i].Name == col.Name {
+			fc = &cols[i]
+		}
+	}
+	if fc == nil {
+		for range f.NumRows() {
+			if err := fn(nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if !readableAs(fc.Type, col.Type) {
+		return fmt.Errorf("%s: %w: column %q: the file has %s, the table %s", key, ErrIncompatibleSchema, col.Name, fc.Type, col.Type)
+	}
+	decode, widen := fc.decoder(), widener(fc.Type, col.Type)
+	var fnErr error
+	vals := make([]parquet.Value, 1024)
+	err = noPanic(func() error {
+		for g, rg := range f.RowGroups() {
+			pages := rg.ColumnChunks()[fc.index].Pages()
+			for {
+				if err := ctx.Err(); err != nil {
+					pages.Close()
+					return err
+				}
+				p, perr := pages.ReadPage()
+				if errors.Is(perr, io.EOF) {
+					break
+				}
+				if perr != nil {
+					pages.Close()
+					return fmt.Errorf("row group %d: column %q: %w", g, col.Name, perr)
+				}
+				vr := p.Values()
+				for {
+					n, rerr := vr.ReadValues(vals)
+					for _, v := range vals[:n] {
+						var x any
+						if !v.IsNull() {
+							x = decode(v)
+							if widen != nil {
+								x = widen(x)
+							}
+						}
+						if err := fn(x); err != nil {
+							fnErr = err
+							parquet.Release(p)
+							pages.Close()
+							return err
+						}
+					}
+					if errors.Is(rerr, io.EOF) {
+						break
+					}
+					if rerr != nil {
+						parquet.Release(p)
+						pages.Close()
+						return fmt.Errorf("row group %d: column %q: %w", g, col.Name, rerr)
+					}
+				}
+				parquet.Release(p)
+			}
+			if err := pages.Close(); err != nil {
+				return fmt.Errorf("row group %d: column %q: %w", g, col.Name, err)
+			}
+		}
+		return nil
+	})
+	switch {
+	case err == nil:
+		return nil
+	case fnErr != nil && errors.Is(err, fnErr):
+		return fnErr
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return fmt.Errorf("%s: %w", key, err)
+	default:
+		return readError(key, r, err)
+	}
+}
