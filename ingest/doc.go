@@ -20,6 +20,19 @@
 // Parquet landing file's columns must all be table columns, _extra or not:
 // one with others fails whole, naming them.
 //
+// Options.DedupKey (--dedup-key) drops, for producers that retry, a valid
+// record whose key value the table's commits of the last DedupWindow
+// (default 24h, by commit time) wrote, or that an earlier record of the
+// same run has; Result.RecordsDeduplicated counts them, so records in =
+// rows written + quarantined + deduplicated. Only the key column of the
+// files those commits added is read, and each key is kept as a 128-bit
+// hash: at most about 60 MB of memory per million keys. A rollback
+// forgets the keys of the commits it undid; a compaction is not a write.
+// The window ends when the run starts, so deduplication is exact for
+// runs of a table one after the other; concurrent runs (or instances
+// sharing a topic) do not see each other's keys. dedup.go says why the
+// window is commit time rather than event time.
+//
 // Exactly once rests on the catalog's commit protocol: data files are
 // written first under fresh names, then one commit adds them and moves the
 // source checkpoint, with the checkpoint the run started from as a

@@ -37,12 +37,15 @@ type FileFailure struct {
 }
 
 // Result says what one run did. RecordsIn = RowsWritten +
-// RecordsQuarantined always; the records of failed files are counted in
-// none of them.
+// RecordsQuarantined + RecordsDeduplicated always; the records of failed
+// files are counted in none of them.
 type Result struct {
 	RecordsIn          int64
 	RowsWritten        int64
 	RecordsQuarantined int64
+	// RecordsDeduplicated counts the valid records dropped because their
+	// Options.DedupKey was already written, or read earlier in the run.
+	RecordsDeduplicated int64
 	// FilesIn are the landing files taken (recorded in the checkpoint);
 	// FilesFailed those that failed whole; FilesWaiting those younger than
 	// MinAge; FilesSeen every file listed.
@@ -89,8 +92,15 @@ type landingFile struct {
 // first failed file and its cause.
 func Run(ctx context.Context, t *catalog.Table, source string, o Options) (Result, error) {
 	var res Result
+	dd, err := newDedup(ctx, t, o)
+	if err != nil {
+		return res, err
+	}
 	if strings.HasPrefix(strings.ToLower(source), "kafka://") {
-		return runKafka(ctx, t, source, o)
+		o.dedup = dd.forRecords()
+		res, err := runKafka(ctx, t, source, o)
+		res.RecordsDeduplicated = o.dedup.count()
+		return res, err
 	}
 	if err := o.Validate(); err != nil {
 		return res, err
@@ -183,7 +193,7 @@ func Run(ctx context.Context, t *catalog.Table, source string, o Options) (Resul
 		rd = &reading{o: o, src: src, srcURL: loc.String(), qcp: qcp, now: time.Now().UTC().Truncate(time.Microsecond),
 			main: newSink(t, m, o.MemoryBudget*3/4, target),
 			quar: newSink(qt, qman, o.MemoryBudget/4, target),
-			dec:  newDecoder(m.Schema, o)}
+			dec:  newDecoder(m.Schema, o), dedup: dd.forFiles()}
 		err = rd.readAll(ctx, todo, excluded)
 		if !errors.Is(err, errRestart) {
 			break
@@ -204,6 +214,7 @@ func Run(ctx context.Context, t *catalog.Table, source string, o Options) (Resul
 		return res, fmt.Errorf("ingest %s: %w", source, err)
 	}
 	res.RecordsIn, res.RowsWritten, res.RecordsQuarantined = rd.recordsIn, rd.rowsOut, rd.quarantined
+	res.RecordsDeduplicated = rd.dedup.count()
 	res.FilesIn, res.BytesIn, res.FilesOut = len(rd.taken), rd.bytesIn, len(mainFiles)
 	res.Failures = rd.failures
 	res.FilesFailed = len(rd.failures)
@@ -364,6 +375,7 @@ type reading struct {
 	main   *sink
 	quar   *sink
 	dec    *decoder
+	dedup  *dedup
 
 	taken            []string
 	quarantinedFiles []string // taken files with at least one bad record
@@ -393,6 +405,9 @@ func (rd *reading) readAll(ctx context.Context, todo []landingFile, excluded map
 		err := rd.dec.decodeFile(ctx, rd.src, f.name, f.size, rd.o.Format, func(pos int64, raw []byte, row []any, why error) error {
 			in++
 			if why == nil {
+				if dup, err := rd.dedup.drop(ctx, row); dup || err != nil {
+					return err // a duplicate is dropped; err fails the run
+				}
 				rows++
 				if err := rd.main.add(ctx, row, len(raw)+1); err != nil {
 					return &writeError{err}
@@ -413,6 +428,7 @@ func (rd *reading) readAll(ctx context.Context, todo []landingFile, excluded map
 			}
 			return nil
 		})
+		rd.dedup.fileEnd(err == nil)
 		if err != nil {
 			var we *writeError
 			if errors.As(err, &we) {

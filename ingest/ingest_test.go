@@ -109,8 +109,8 @@ func seq(from, n int) []int64 {
 
 func reconcile(t *testing.T, r ingest.Result) {
 	t.Helper()
-	if r.RecordsIn != r.RowsWritten+r.RecordsQuarantined {
-		t.Fatalf("records in %d != rows written %d + quarantined %d", r.RecordsIn, r.RowsWritten, r.RecordsQuarantined)
+	if r.RecordsIn != r.RowsWritten+r.RecordsQuarantined+r.RecordsDeduplicated {
+		t.Fatalf("records in %d != rows written %d + quarantined %d + deduplicated %d", r.RecordsIn, r.RowsWritten, r.RecordsQuarantined, r.RecordsDeduplicated)
 	}
 }
 

@@ -531,6 +531,9 @@ func (kr *kafkaReading) record(ctx context.Context, r *kgo.Record) error {
 	kr.bytesIn += int64(len(r.Value))
 	row, rec, why := kr.dec.decodeValue(r.Value)
 	if why == nil {
+		if dup, err := kr.o.dedup.drop(ctx, row); dup || err != nil {
+			return err
+		}
 		kr.rowsOut++
 		return kr.main.add(ctx, row, len(r.Value))
 	}

@@ -74,6 +74,19 @@ type Options struct {
 	// yet read: GapFail (zero) fails with ErrKafkaGap, GapSkip records the
 	// gap in the checkpoint and reads on.
 	OnGap GapPolicy
+	// DedupKey names a column whose value identifies a record: a valid
+	// record whose key the table's commits of the last DedupWindow
+	// already wrote, or that an earlier record of the same run has, is
+	// dropped and counted in Result.RecordsDeduplicated (see the package
+	// documentation for the window's exact meaning). Empty: no
+	// deduplication. Run fails if the table has no such column.
+	DedupKey string
+	// DedupWindow is how far back, by commit time, DedupKey looks for
+	// keys already written. Zero: 24h when DedupKey is set.
+	DedupWindow time.Duration
+	// dedup is set by Run for a Kafka run: the run's deduplication, which
+	// the Kafka reader consults per record.
+	dedup *dedup
 	// RunID identifies the run in the manifests it commits.
 	RunID string
 	// Logger receives one line per phase; nil: no logging.
@@ -88,6 +101,7 @@ const (
 	DefaultMaxRecordBytes = 1 << 20
 	DefaultMemoryBudget   = 256 << 20
 	DefaultTargetFileSize = 256 << 20
+	DefaultDedupWindow    = 24 * time.Hour
 )
 
 // DefaultOptions returns the defaults spelled out.
@@ -129,6 +143,12 @@ func (o Options) Validate() error {
 	if o.TargetFileSize < 0 {
 		bad = append(bad, fmt.Sprintf("TargetFileSize %d < 0", o.TargetFileSize))
 	}
+	if o.DedupWindow < 0 {
+		bad = append(bad, fmt.Sprintf("DedupWindow %s < 0", o.DedupWindow))
+	}
+	if o.DedupWindow > 0 && o.DedupKey == "" {
+		bad = append(bad, fmt.Sprintf("DedupWindow %s without a DedupKey", o.DedupWindow))
+	}
 	if len(bad) > 0 {
 		return fmt.Errorf("ingest options: %s", strings.Join(bad, "; "))
 	}
@@ -145,6 +165,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MemoryBudget == 0 {
 		o.MemoryBudget = d.MemoryBudget
+	}
+	if o.DedupKey != "" && o.DedupWindow == 0 {
+		o.DedupWindow = DefaultDedupWindow
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
