@@ -17,6 +17,7 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
@@ -996,9 +997,11 @@ type ParquetWriter struct {
 	tmp    *os.File
 	w      *parquet.GenericWriter[any]
 	enc    []func(any) (parquet.Value, error)
-	batch  []parquet.Row
-	rows   int64
-	done   bool
+	// colVals holds one batch's values, a slice per column.
+	colVals   [][]parquet.Value
+	rows      int64
+	groupRows int // rows in the row group being built
+	done      bool
 	// pending estimates the uncompressed bytes of the row group being
 	// built, which parquet-go holds in memory until it is flushed.
 	pending int64
@@ -1018,7 +1021,7 @@ func (pw *ParquetWriter) FlushRowGroup() error {
 	if err := noPanic(pw.w.Flush); err != nil {
 		return fmt.Errorf("parquet writer: %w", err)
 	}
-	pw.pending = 0
+	pw.pending, pw.groupRows = 0, 0
 	return nil
 }
 
@@ -1059,63 +1062,93 @@ func (pw *ParquetWriter) Write(ctx context.Context, rows [][]any) error {
 	if pw.done {
 		return errors.New("parquet writer: write after Close or Abort")
 	}
+	// Column by column: each column's values of a batch go to its column
+	// writer in one call, without building parquet.Rows that parquet-go
+	// would only take apart again. A batch is encoded whole before any of
+	// it is written, so a bad value stops the call after the rows before
+	// it, never in the middle of a row.
 	const batchRows = 1024
+	cols := pw.schema.Columns
+	if pw.colVals == nil {
+		pw.colVals = make([][]parquet.Value, len(cols))
+		for i := range pw.colVals {
+			pw.colVals[i] = make([]parquet.Value, 0, batchRows)
+		}
+	}
+	writers := pw.w.ColumnWriters()
 	for len(rows) > 0 {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		n := min(len(rows), batchRows)
-		pw.batch = pw.batch[:0]
-		for _, row := range rows[:n] {
-			prow, err := pw.encodeRow(row)
-			if err != nil {
-				return err
+		n := min(len(rows), batchRows, parquetRowGroupRows-pw.groupRows)
+		good := n
+		var bad error
+		for k, row := range rows[:n] {
+			if len(row) != len(cols) {
+				good, bad = k, fmt.Errorf("row %d: %d values, the schema has %d columns", pw.rows+int64(k), len(row), len(cols))
+				break
 			}
-			pw.batch = append(pw.batch, prow)
-			pw.rows++
-			for _, v := range prow {
-				switch v.Kind() {
-				case parquet.ByteArray, parquet.FixedLenByteArray:
-					pw.pending += int64(len(v.ByteArray())) + 4
-				default:
-					pw.pending += 8
+		}
+		for i, c := range cols {
+			vals := pw.colVals[i][:0]
+			def := 0
+			if c.Nullable {
+				def = 1
+			}
+			for k := range good {
+				v := rows[k][i]
+				if v == nil {
+					if !c.Nullable {
+						good, bad = k, fmt.Errorf("row %d: column %q: NULL in a column that is not nullable", pw.rows+int64(k), c.Name)
+						break
+					}
+					vals = append(vals, parquet.NullValue().Level(0, 0, i))
+					continue
+				}
+				pv, err := pw.enc[i](v)
+				if err != nil {
+					good, bad = k, fmt.Errorf("row %d: column %q: %w", pw.rows+int64(k), c.Name, err)
+					break
+				}
+				vals = append(vals, pv.Level(0, def, i))
+			}
+			pw.colVals[i] = vals
+		}
+		if good > 0 {
+			err := noPanic(func() error {
+				for i := range cols {
+					vals := pw.colVals[i][:good]
+					if _, err := writers[i].WriteRowValues(vals); err != nil {
+						return fmt.Errorf("column %q: %w", cols[i].Name, err)
+					}
+					for _, v := range vals {
+						switch v.Kind() {
+						case parquet.ByteArray, parquet.FixedLenByteArray:
+							pw.pending += int64(len(v.ByteArray())) + 4
+						default:
+							pw.pending += 8
+						}
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return fmt.Errorf("parquet writer: %w", err)
+			}
+			pw.rows += int64(good)
+			pw.groupRows += good
+			if pw.groupRows >= parquetRowGroupRows {
+				if err := pw.FlushRowGroup(); err != nil {
+					return err
 				}
 			}
 		}
-		if err := noPanic(func() error { _, err := pw.w.WriteRows(pw.batch); return err }); err != nil {
-			return fmt.Errorf("parquet writer: %w", err)
+		if bad != nil {
+			return bad
 		}
 		rows = rows[n:]
 	}
 	return nil
-}
-
-func (pw *ParquetWriter) encodeRow(row []any) (parquet.Row, error) {
-	cols := pw.schema.Columns
-	if len(row) != len(cols) {
-		return nil, fmt.Errorf("row %d: %d values, the schema has %d columns", pw.rows, len(row), len(cols))
-	}
-	prow := make(parquet.Row, len(cols))
-	for i, c := range cols {
-		v := row[i]
-		if v == nil {
-			if !c.Nullable {
-				return nil, fmt.Errorf("row %d: column %q: NULL in a column that is not nullable", pw.rows, c.Name)
-			}
-			prow[i] = parquet.NullValue().Level(0, 0, i)
-			continue
-		}
-		pv, err := pw.enc[i](v)
-		if err != nil {
-			return nil, fmt.Errorf("row %d: column %q: %w", pw.rows, c.Name, err)
-		}
-		def := 0
-		if c.Nullable {
-			def = 1
-		}
-		prow[i] = pv.Level(0, def, i)
-	}
-	return prow, nil
 }
 
 // Close finishes the file, uploads it to key with one Put (streamed from
@@ -1183,11 +1216,11 @@ func columnNode(c Column) (parquet.Node, func(any) (parquet.Value, error), error
 	switch t.Kind {
 	case KindString:
 		n = parquet.Encoded(parquet.String(), &parquet.RLEDictionary)
-		enc = check(func(v any) parquet.Value { return parquet.ByteArrayValue([]byte(v.(string))) })
+		enc = check(func(v any) parquet.Value { return parquet.ByteArrayValue(stringBytes(v.(string))) })
 	case KindUUID:
 		// Text, not FIXED_LEN_BYTE_ARRAY(16) UUID: see ParquetWriter.
 		n = parquet.Encoded(parquet.String(), &parquet.Plain)
-		enc = check(func(v any) parquet.Value { return parquet.ByteArrayValue([]byte(v.(string))) })
+		enc = check(func(v any) parquet.Value { return parquet.ByteArrayValue(stringBytes(v.(string))) })
 	case KindInt32:
 		n = parquet.Leaf(parquet.Int32Type)
 		enc = check(func(v any) parquet.Value { return parquet.Int32Value(v.(int32)) })
@@ -1379,3 +1412,9 @@ func exportedName(s string) string {
 	}
 	return b.String()
 }
+
+// stringBytes is s's bytes without a copy. parquet-go copies a value's
+// bytes into its page buffers and never writes to them, and a string's
+// bytes never change, so sharing them is safe and saves an allocation per
+// string cell.
+func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }

@@ -1086,3 +1086,39 @@ func TestDecimalFixedSizesMatchSpark(t *testing.T) {
 		}
 	}
 }
+
+func TestParquetWriterKeepsRowsBeforeABadOneWhole(t *testing.T) {
+	ctx := context.Background()
+	st := newTestStore(t)
+	schema := pqSchema(t, "id:int64,name:string?,u:uuid")
+	var rows [][]any
+	for i := range 3000 {
+		rows = append(rows, []any{int64(i), fmt.Sprint("n", i), "0b0e6d2c-4f5a-4c1e-9d8b-1f2e3d4c5b6a"})
+	}
+	rows[1500][2] = 42 // not a string: the third column of row 1500
+	w, err := NewParquetWriter(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	err = w.Write(ctx, rows)
+	if err == nil || !strings.Contains(err.Error(), "row 1500") || !strings.Contains(err.Error(), `column "u"`) {
+		t.Fatalf("got %v, want an error naming row 1500 and column u", err)
+	}
+	n, _, err := w.Close(ctx, st, "part.parquet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadParquetRows(ctx, st, "part.parquet", n, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1500 {
+		t.Fatalf("read %d rows, want the 1500 before the bad one", len(got))
+	}
+	for i, r := range got {
+		if r[0] != int64(i) || r[1] != fmt.Sprint("n", i) || r[2] != rows[i][2] {
+			t.Fatalf("row %d = %v, want %v", i, r, rows[i])
+		}
+	}
+}
