@@ -19,6 +19,8 @@ func (a *app) ingestCommand() *cobra.Command {
 		maxRecords                                                         int64
 		minAge                                                             time.Duration
 		ordered                                                            bool
+		dedupKey                                                           string
+		dedupWindow                                                        time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "ingest TABLE --from SOURCE [--format jsonl|csv|parquet] [--max-records N] [--quarantine TABLE2] [--min-age D] [--on-gap fail|skip]",
@@ -43,7 +45,13 @@ from the offsets TABLE records up to the end offsets listed when the run
 starts, with read_committed isolation; each record's value is one JSON
 object. The offsets are committed with the files. Records that retention
 deleted before they were read fail the run, or with --on-gap skip are
-recorded as a gap and skipped.`,
+recorded as a gap and skipped.
+
+--dedup-key COL drops a valid record whose COL value the table's commits of
+the last --dedup-window (24h by default) already wrote, or an earlier record
+of the same run has: for producers that retry. The summary counts them in
+records_deduplicated: records_in = rows_written + records_quarantined +
+records_deduplicated.`,
 		Example: `  sluice ingest ./lake/events --from s3://landing/events/ --json
   sluice ingest ./lake/events --from kafka://broker1:9092,broker2:9092/events --max-records 1000000
   sluice ingest ./lake/events --from ./incoming --format csv --min-age 2m`,
@@ -56,6 +64,7 @@ recorded as a gap and skipped.`,
 			o := ingest.Options{Format: ingest.Format(format), MaxRecords: maxRecords, MinAge: minAge,
 				EpochUnit: ingest.EpochUnit(epochUnit), Quarantine: quarantine, OrderedNames: ordered,
 				OnGap: ingest.GapPolicy(onGap), RunID: a.runID, Logger: a.logger}
+			o.DedupKey, o.DedupWindow = dedupKey, dedupWindow
 			if maxRecordBytes != "" {
 				n, err := humanize.ParseBytes(maxRecordBytes)
 				if err != nil || n == 0 {
@@ -92,6 +101,9 @@ recorded as a gap and skipped.`,
 				}
 				return err
 			}
+			if res.RecordsDeduplicated > 0 {
+				a.note("%d records dropped as duplicates of --dedup-key %s", res.RecordsDeduplicated, dedupKey)
+			}
 			if kafka {
 				a.note("%d records, %d rows written, %d quarantined, %d skipped by retention; %s at version %d",
 					res.RecordsIn, res.RowsWritten, res.RecordsQuarantined, res.RecordsSkipped, args[0], res.Version)
@@ -108,6 +120,7 @@ recorded as a gap and skipped.`,
 				"files_in": res.FilesIn, "files_failed": res.FilesFailed, "files_waiting": res.FilesWaiting,
 				"files_out": res.FilesOut, "bytes_in": res.BytesIn, "version": res.Version,
 				"partitions": parts}
+			out["records_deduplicated"] = res.RecordsDeduplicated
 			if kafka {
 				out["records_skipped"] = res.RecordsSkipped
 			}
@@ -129,6 +142,8 @@ recorded as a gap and skipped.`,
 	cmd.Flags().StringVar(&maxRecordBytes, "max-record-bytes", "1MiB", "largest record accepted; larger ones are quarantined")
 	cmd.Flags().StringVar(&memory, "memory", "256MiB", "memory budget for rows buffered before they are written")
 	cmd.Flags().BoolVar(&ordered, "ordered-names", false, "landing file names only increase: keep a high-water mark in the checkpoint instead of every name")
+	cmd.Flags().StringVar(&dedupKey, "dedup-key", "", "drop records whose value of this column the table's commits of the --dedup-window, or earlier records of the run, already wrote")
+	cmd.Flags().DurationVar(&dedupWindow, "dedup-window", 0, "how far back, by commit time, --dedup-key looks (default 24h)")
 	cmd.Flags().StringVar(&onGap, "on-gap", "fail", "Kafka: when retention deleted records not yet read, fail, or skip them and record the gap")
 	return cmd
 }
