@@ -366,11 +366,20 @@ func (d *decoder) decodeCSV(ctx context.Context, r io.Reader, emit emitFunc) err
 func (d *decoder) decodeParquet(ctx context.Context, st cloud.Store, key string, size int64, emit emitFunc) error {
 	var n int64
 	var raw []byte
-	return catalog.ScanParquet(ctx, st, key, size, d.scanSchema(), func(row []any) error {
+	scan, extra := d.schema, []parquetExtra(nil)
+	if d.extra >= 0 {
+		fileSchema, _, err := catalog.InspectParquet(ctx, st, key, size)
+		if err != nil {
+			return err
+		}
+		scan, extra = d.parquetExtras(fileSchema)
+	}
+	return catalog.ScanParquet(ctx, st, key, size, scan, func(row []any) error {
 		n++
 		var bad error
-		if d.extra >= 0 && row[d.extra] == nil {
-			row[d.extra] = d.none()
+		if d.extra >= 0 {
+			row[d.extra] = d.fromColumns(extra, row)
+			row = row[:len(d.conv):len(d.conv)]
 		}
 		for i := range d.conv {
 			var v any

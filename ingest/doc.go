@@ -15,10 +15,13 @@
 // unless the table has a string column named _extra (ExtraColumn): then
 // they are kept there as one compact JSON object, in the record's order —
 // a JSON line's or Kafka value's unknown members with their values as
-// written, a CSV file's unknown header columns as strings — and _extra is
-// NULL for a record without any ("{}" if the column is not nullable). A
-// Parquet landing file's columns must all be table columns, _extra or not:
-// one with others fails whole, naming them.
+// written, a CSV file's unknown header columns as strings, a Parquet
+// file's unknown columns when not NULL (numbers and booleans as such,
+// other types as their canonical text) — and _extra is NULL for a record
+// without any ("{}" if the column is not nullable). Reading a Parquet
+// landing file then costs one more read, of its footer. Without an _extra
+// column, a Parquet file with columns the table lacks fails whole, naming
+// them.
 //
 // Options.DedupKey (--dedup-key) drops, for producers that retry, a valid
 // record whose key value the table's commits of the last DedupWindow

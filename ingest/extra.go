@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"math"
 	"strings"
 	"unicode/utf8"
 
@@ -17,10 +18,11 @@ import (
 const ExtraColumn = "_extra"
 
 // extras builds the _extra value of a record: a compact JSON object of the
-// fields whose names are not table columns, in the record's order. The
-// table's own _extra column is never read from a field: a field named
-// "_extra" in the input is an unknown field like any other and is kept
-// under that name.
+// fields whose names are not table columns, in the record's order: a JSON
+// object's unknown members, a CSV file's unknown header columns, a
+// Parquet file's unknown columns. The table's own _extra column is never
+// read from a field: a field named "_extra" in the input is an unknown
+// field like any other and is kept under that name.
 type extras struct {
 	extra    int             // index of the _extra column; -1: the table has none
 	nullable bool            // NULL, not "{}", when a record has no extra field
@@ -124,16 +126,60 @@ func (e *extras) end() any {
 	return string(e.buf)
 }
 
-// scanSchema is the schema a Parquet landing file is read as: the
-// table's, with a non-nullable _extra column read as nullable, since a
-// landing file rarely has one.
-func (d *decoder) scanSchema() catalog.Schema {
-	if d.extra < 0 || d.nullable {
-		return d.schema
-	}
+// parquetExtra is a column of a Parquet landing file that is not a table
+// column.
+type parquetExtra struct {
+	at  int // index in the scanned row
+	col catalog.Column
+}
+
+// parquetExtras returns the schema a Parquet landing file of schema file
+// is read as when the table has an _extra column: the table's columns,
+// _extra nullable (its slot holds the file's own _extra column, if any,
+// an unknown column like any other), then the file's other unknown
+// columns, nullable; and those unknown columns in the file's order.
+func (d *decoder) parquetExtras(file catalog.Schema) (catalog.Schema, []parquetExtra) {
 	s := catalog.Schema{Columns: append([]catalog.Column(nil), d.schema.Columns...)}
 	s.Columns[d.extra].Nullable = true
-	return s
+	var extra []parquetExtra
+	for _, c := range file.Columns {
+		if d.known[c.Name] {
+			continue
+		}
+		at := d.extra
+		if c.Name != ExtraColumn {
+			c.Nullable = true
+			at = len(s.Columns)
+			s.Columns = append(s.Columns, c)
+		}
+		extra = append(extra, parquetExtra{at: at, col: c})
+	}
+	return s, extra
+}
+
+// fromColumns returns the _extra value of a Parquet row: its non-NULL
+// values of unknown columns, numbers and booleans as JSON's, the others
+// as their canonical texts (see catalog.FormatValue).
+func (e *extras) fromColumns(extra []parquetExtra, row []any) any {
+	e.buf = e.buf[:0]
+	for _, x := range extra {
+		v := row[x.at]
+		if v == nil {
+			continue
+		}
+		e.buf = e.field(e.buf, []byte(x.col.Name))
+		text := catalog.FormatValue(x.col.Type, v)
+		switch f, isFloat := v.(float64); {
+		case isFloat && (math.IsNaN(f) || math.IsInf(f, 0)):
+			e.buf = appendJSONString(e.buf, []byte(text))
+		case isFloat, x.col.Type.Kind == catalog.KindInt32, x.col.Type.Kind == catalog.KindInt64,
+			x.col.Type.Kind == catalog.KindBool:
+			e.buf = append(e.buf, text...)
+		default:
+			e.buf = appendJSONString(e.buf, []byte(text))
+		}
+	}
+	return e.end()
 }
 
 // appendJSON appends v as compact JSON. fastjson's own MarshalTo escapes

@@ -2,7 +2,9 @@ package ingest_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -124,5 +126,42 @@ func TestIngestExtraFieldsAreKeptInTheExtraColumnWhenTheTableHasOne(t *testing.T
 				}
 			}
 		})
+	}
+}
+
+func TestIngestExtraColumnsOfParquetLandingFiles(t *testing.T) {
+	ctx := context.Background()
+	land := t.TempDir()
+	st, err := cloud.Open(ctx, land)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ps, _ := catalog.ParseSchema("device:string?,event_id:uuid,list_id:int64,tally:int32,event_time:timestamp,score:float64?,seen:date?,_extra:string?")
+	ts := time.Date(2024, 1, 31, 12, 0, 0, 0, time.UTC)
+	if _, _, err := catalog.WriteParquet(ctx, st, "a.parquet", ps, [][]any{
+		{"ios", "6f1c3b9e-2a4d-4b8e-9c1f-000000000001", int64(1), int32(1), ts, 0.5, time.Date(2024, 1, 30, 0, 0, 0, 0, time.UTC), `{"k":1}`},
+		{nil, "6f1c3b9e-2a4d-4b8e-9c1f-000000000002", int64(2), int32(1), ts, nil, nil, nil},
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	tb := newTableWithSchema(t, filepath.Join(t.TempDir(), "events"), eventsSchema+",_extra:string?")
+	res, err := ingest.Run(ctx, tb, land, ingest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reconcile(t, res)
+	got := extraByListID(t, tb)
+	want := map[int64]string{1: `{"device":"ios","score":0.5,"seen":"2024-01-30","_extra":"{\"k\":1}"}`, 2: "NULL"}
+	if len(got) != 2 || got[1] != want[1] || got[2] != want[2] {
+		t.Fatalf("_extra by list_id %v, want %v", got, want)
+	}
+
+	// Without an _extra column, such a file fails whole, naming the column.
+	tb = newTable(t, filepath.Join(t.TempDir(), "events"))
+	_, err = ingest.Run(ctx, tb, land, ingest.Options{})
+	if !errors.Is(err, ingest.ErrFilesFailed) || !strings.Contains(err.Error(), `"device"`) {
+		t.Fatalf("err = %v", err)
 	}
 }
