@@ -61,6 +61,27 @@ func TestIngestDedupKey(t *testing.T) {
 		}
 	})
 
+	t.Run("a run that starts over without a failed file starts its keys over too", func(t *testing.T) {
+		land := t.TempDir()
+		tb := newTable(t, filepath.Join(t.TempDir(), "events"))
+		put(t, land, "a.jsonl", events(0, 100, "2024-01-31"))
+		full := gz(t, events(1000, 5000, "2024-01-31"))
+		put(t, land, "b.jsonl.gz", full[:len(full)*3/4]) // fails after its rows spilled
+		put(t, land, "c.jsonl", events(50, 100, "2024-02-01"))
+		put(t, land, "d.jsonl", events(1000, 10, "2024-02-01"))
+		res, err := ingest.Run(ctx, tb, land, ingest.Options{DedupKey: "event_id", MemoryBudget: 64 << 10})
+		if !errors.Is(err, ingest.ErrFilesFailed) {
+			t.Fatalf("err = %v", err)
+		}
+		reconcile(t, res)
+		if res.FilesIn != 3 || res.RowsWritten != 160 || res.RecordsDeduplicated != 50 {
+			t.Fatalf("%+v", res)
+		}
+		if got := listIDs(t, tb); !slices.Equal(got, append(seq(0, 150), seq(1000, 10)...)) {
+			t.Fatalf("ids: %d rows", len(got))
+		}
+	})
+
 	t.Run("a later run drops the keys an earlier run wrote", func(t *testing.T) {
 		land := t.TempDir()
 		tb := newTable(t, filepath.Join(t.TempDir(), "events"))
