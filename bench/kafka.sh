@@ -117,10 +117,10 @@ half_records=$(cat "$HALF"/*.jsonl | wc -l)
 [ "$produced" = "$RECORDS" ] || { echo "produced $produced records, not $RECORDS" >&2; fail=1; }
 for r in $(seq "$RUNS"); do
   for v in "floor records" "kafka rows_written" "files rows_written" "half rows_written"; do
-    set -- $v
-    want=$RECORDS; [ "$1" = half ] && want=$half_records
-    got=$(json "$2" < "$DATA/kafka-$1-$r.json")
-    [ "$got" = "$want" ] || { echo "round $r: $1 read $got records, not $want" >&2; fail=1; }
+    read -r name key <<< "$v"
+    want=$RECORDS; [ "$name" = half ] && want=$half_records
+    got=$(json "$key" < "$DATA/kafka-$name-$r.json")
+    [ "$got" = "$want" ] || { echo "round $r: $name counted $got records, not $want" >&2; fail=1; }
   done
 done
 "$DATA/sluice" files "$OUT_KAFKA" | node tools/duckrows.mjs --list - > "$DATA/kafka-check-kafka.json"
