@@ -256,7 +256,9 @@ func (b builtRef) rebaseRef(cur *PartitionRef) (*PartitionRef, bool) {
 func newStaged(t *Table, c *Change) *staged {
 	s := &staged{t: t, c: c, commitID: uuid.NewString(),
 		adds: map[string][]DataFile{}, removes: map[string]map[string]bool{}, built: map[string]builtRef{}}
+	now := time.Now().UTC()
 	for _, f := range c.Add {
+		f.AddedAt = now
 		s.adds[f.Partition] = append(s.adds[f.Partition], f)
 	}
 	for _, f := range c.Remove {
@@ -385,6 +387,9 @@ func (s *staged) build(ctx context.Context, base *Manifest) (*Manifest, error) {
 				}
 			}
 			if !cached {
+				for i := range s.adds[p] {
+					s.adds[p][i].AddedVersion = next.Version
+				}
 				ref, err := s.buildPartition(ctx, p, baseRef)
 				if err != nil {
 					return nil, err

@@ -484,3 +484,43 @@ func TestRandomChangesMatchModel(t *testing.T) {
 		}
 	}
 }
+
+// A commit stamps the files it adds with when and in which version, which
+// compaction's --min-file-age reads; a rollback keeps the stamps of the
+// version it restores.
+func TestCommitStampsAddedFiles(t *testing.T) {
+	ctx := context.Background()
+	tbl, _ := newTable(t, t.TempDir())
+	day := time.Date(2024, 4, 1, 0, 0, 0, 0, time.UTC)
+	before := time.Now().UTC()
+	v2 := appendRows(t, tbl, eventRows(day, 0, 5))
+	after := time.Now().UTC()
+	first := livePaths(t, tbl, v2)
+	if len(first) == 0 {
+		t.Fatal("no live files after an append")
+	}
+	for p, f := range first {
+		if f.AddedVersion != v2.Version || f.AddedAt.Before(before) || f.AddedAt.After(after) {
+			t.Errorf("%s: added in version %d at %s; want version %d between %s and %s", p, f.AddedVersion, f.AddedAt, v2.Version, before, after)
+		}
+	}
+	v3 := appendRows(t, tbl, eventRows(day.AddDate(0, 0, 1), 5, 5))
+	for p, f := range livePaths(t, tbl, v3) {
+		want := v3.Version
+		if _, old := first[p]; old {
+			want = v2.Version
+		}
+		if f.AddedVersion != want {
+			t.Errorf("%s: added in version %d, want %d", p, f.AddedVersion, want)
+		}
+	}
+	m, err := tbl.Rollback(ctx, v2.Version, "rb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, f := range livePaths(t, tbl, m) {
+		if !f.AddedAt.Equal(first[p].AddedAt) || f.AddedVersion != v2.Version {
+			t.Errorf("%s after rollback: added %d at %s, want %d at %s", p, f.AddedVersion, f.AddedAt, v2.Version, first[p].AddedAt)
+		}
+	}
+}

@@ -33,8 +33,12 @@ type DataFile struct {
 	// Bytes is the file's size.
 	Bytes int64 `json:"bytes"`
 	FileStats
-	// AddedVersion is the manifest version that added the file, AddedAt
-	// when (used by compaction's --min-file-age).
+	// AddedAt is when the commit that added the file was staged (what
+	// compaction's --min-file-age measures); AddedVersion the version that
+	// commit was first built for. A commit that lost races to appends
+	// lands a few versions later with its file lists reused, so the
+	// version that added the file is at least AddedVersion; History gives
+	// the exact one. Both are set by the commit, not by the writer.
 	AddedVersion int64     `json:"added_v"`
 	AddedAt      time.Time `json:"added_at"`
 }

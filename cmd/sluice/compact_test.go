@@ -98,3 +98,21 @@ func TestCompactDryRunPrintsPlan(t *testing.T) {
 		t.Fatalf("compact summary: %s", r.stdout)
 	}
 }
+
+// --min-file-age leaves files committed less than that ago alone: files
+// just appended are all too young for an hour, none for a nanosecond.
+func TestCompactMinFileAgeSkipsYoungFiles(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "events")
+	writeSmallFiles(t, dir, 1, 6, 50)
+	r := mustSluice(t, "compact", dir, "--min-file-age", "1h", "--json")
+	if !strings.Contains(r.stdout, `"files_in":0`) {
+		t.Fatalf("compact --min-file-age 1h rewrote files committed just now: %s", r.stdout)
+	}
+	if h := mustSluice(t, "history", dir, "--json").stdout; strings.Contains(h, `"compact"`) {
+		t.Fatal("compact --min-file-age 1h committed")
+	}
+	r = mustSluice(t, "compact", dir, "--min-file-age", "1ns", "--json")
+	if !strings.Contains(r.stdout, `"files_in":6`) || !strings.Contains(r.stdout, `"files_out":1`) {
+		t.Fatalf("compact --min-file-age 1ns summary: %s", r.stdout)
+	}
+}
