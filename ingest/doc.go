@@ -5,11 +5,11 @@
 // with the advanced checkpoint in one catalog version.
 //
 // It owns the sources (landing files; Kafka topics, read by offset from
-// directly assigned partitions — sharing partitions between instances
-// through a consumer group is a later step), the
-// decoders (JSON lines, CSV with a header row, Parquet; gzip and zstd by
-// extension), per-record validation, the quarantine of bad records, and the
-// micro-batch buffer that bounds memory by a budget rather than by run size.
+// the partitions a consumer group assigns, so that instances ingesting one
+// topic into one table share its partitions evenly), the decoders (JSON
+// lines, CSV with a header row, Parquet; gzip and zstd by extension),
+// per-record validation, the quarantine of bad records, and the micro-batch
+// buffer that bounds memory by a budget rather than by run size.
 //
 // Fields of a record that the table schema does not have are ignored,
 // unless the table has a string column named _extra (ExtraColumn): then
@@ -42,7 +42,11 @@
 // requirement. A crash before the commit leaves only orphan files (vacuum
 // removes them) and a rerun takes the same input again; a run that lost the
 // race to a concurrent run of the same source fails with catalog.ErrConflict
-// and commits nothing to the table.
+// and commits nothing to the table. A Kafka run's commit covers only the
+// partitions it read, merged into the newest checkpoint, so group members
+// never conflict with each other; a member commits what it read before
+// the group moves a partition away, and the group's own offsets are
+// written after each commit for lag monitoring only.
 //
 // The package imports catalog and cloud only. It never imports compact,
 // rollup or warehouse: helpers that two job packages need belong in catalog

@@ -65,6 +65,9 @@ type Result struct {
 	// RecordsSkipped counts the Kafka records that retention deleted
 	// before any run read them, skipped under GapSkip.
 	RecordsSkipped int64
+	// KafkaPartitions are the topic's partitions whose offsets this run
+	// committed, sorted: its share of the consumer group's work.
+	KafkaPartitions []int32
 }
 
 // landingFile is one listed file to take.
@@ -263,6 +266,22 @@ type runCommit struct {
 	files         []catalog.DataFile
 	cpKey         string
 	cpBase, cpNew json.RawMessage // cpNew nil: nothing to commit to t
+
+	// qMerge and cpMerge, when set, replace qBase/qNew and cpBase/cpNew:
+	// the run advances only its own part of the checkpoint (see
+	// catalog.Change.CheckpointMerge).
+	qMerge, cpMerge func(current json.RawMessage) (json.RawMessage, error)
+}
+
+// checkpointChange sets key's checkpoint in ch: merged when merge is set, else
+// replaced with base as a requirement.
+func checkpointChange(ch *catalog.Change, key string, base, next json.RawMessage, merge func(json.RawMessage) (json.RawMessage, error)) {
+	if merge != nil {
+		ch.CheckpointMerge = map[string]func(json.RawMessage) (json.RawMessage, error){key: merge}
+		return
+	}
+	ch.Checkpoints = map[string]json.RawMessage{key: next}
+	ch.CheckpointBase = map[string]json.RawMessage{key: base}
 }
 
 // commitRun commits the quarantine first, then the table, each with the
@@ -276,20 +295,20 @@ func commitRun(ctx context.Context, res *Result, c runCommit) error {
 				return err
 			}
 		}
-		qv, err := c.qt.Commit(ctx, catalog.Change{Operation: "ingest", RunID: c.runID, Add: c.qFiles, DataChange: true,
-			Checkpoints:    map[string]json.RawMessage{c.qKey: c.qNew},
-			CheckpointBase: map[string]json.RawMessage{c.qKey: c.qBase}})
+		qch := catalog.Change{Operation: "ingest", RunID: c.runID, Add: c.qFiles, DataChange: true}
+		checkpointChange(&qch, c.qKey, c.qBase, c.qNew, c.qMerge)
+		qv, err := c.qt.Commit(ctx, qch)
 		if err != nil {
 			return fmt.Errorf("commit quarantine %s: %w", c.qt.Location(), err)
 		}
 		res.QuarantineVersion = qv.Version
 	}
-	if c.cpNew == nil {
+	if c.cpNew == nil && c.cpMerge == nil {
 		return nil
 	}
-	v, err := c.t.Commit(ctx, catalog.Change{Operation: "ingest", RunID: c.runID, Add: c.files, DataChange: true,
-		Checkpoints:    map[string]json.RawMessage{c.cpKey: c.cpNew},
-		CheckpointBase: map[string]json.RawMessage{c.cpKey: c.cpBase}})
+	ch := catalog.Change{Operation: "ingest", RunID: c.runID, Add: c.files, DataChange: true}
+	checkpointChange(&ch, c.cpKey, c.cpBase, c.cpNew, c.cpMerge)
+	v, err := c.t.Commit(ctx, ch)
 	if err != nil {
 		return fmt.Errorf("commit %s: %w", c.t.Location(), err)
 	}

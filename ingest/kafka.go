@@ -9,9 +9,9 @@ import (
 	"maps"
 	"net/url"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -146,10 +146,6 @@ func (c kafkaCheckpoint) next(p int32) (int64, bool) {
 	return off, ok
 }
 
-func (c kafkaCheckpoint) clone() kafkaCheckpoint {
-	return kafkaCheckpoint{V: 1, Partitions: maps.Clone(c.Partitions), Gaps: slices.Clone(c.Gaps)}
-}
-
 func (c kafkaCheckpoint) raw() json.RawMessage {
 	b, _ := json.Marshal(c)
 	return b
@@ -158,25 +154,99 @@ func (c kafkaCheckpoint) raw() json.RawMessage {
 // kafkaPart is one partition's share of a run: read offsets [from, end).
 type kafkaPart struct {
 	p     int32
-	from  int64
-	end   int64 // last stable offset listed at the start of the run
+	base  int64 // the table checkpoint's offset when planned or last committed; -1: none
+	from  int64 // first offset to read: base, or the log start offset
+	end   int64 // last stable offset listed when the partition was assigned
 	next  int64 // next offset to read; from..end
+	qBase int64 // the quarantine checkpoint's offset; -1: none
 	quarT int64 // bad records below this offset are already quarantined
 }
 
 func (kp *kafkaPart) done() bool { return kp.next >= kp.end }
 
-// runKafka is Run for a kafka:// source: it reads, per partition, from
-// the offset table t's checkpoint records (the log start offset for a
-// partition never read) up to the last stable offset listed at the start
-// of the run, with read_committed isolation, so aborted transactions never
-// appear and nothing that was on the topic when the run began is left
-// behind. Partitions are assigned directly, not through a consumer group.
+// advanced tells whether the table's checkpoint must move for kp: the run
+// read something of it, or skipped a gap.
+func (kp *kafkaPart) advanced() bool {
+	if kp.base < 0 {
+		return kp.next > kp.from
+	}
+	return kp.next != kp.base
+}
+
+// require checks that c records base for kp's partition (-1: nothing),
+// the offset this run started from.
+func (kp *kafkaPart) require(c kafkaCheckpoint, base int64) error {
+	got, ok := c.next(kp.p)
+	if ok == (base >= 0) && (!ok || got == base) {
+		return nil
+	}
+	at := "not recorded"
+	if ok {
+		at = "at offset " + strconv.FormatInt(got, 10)
+	}
+	want := "not recorded"
+	if base >= 0 {
+		want = "offset " + strconv.FormatInt(base, 10)
+	}
+	return fmt.Errorf("partition %d is %s, not at %s where this run started reading it", kp.p, at, want)
+}
+
+// Consumer group timing.
+var (
+	// kafkaSessionTimeout is how long the group waits for a member that
+	// stopped heartbeating (a crashed instance) before handing its
+	// partitions to the others. Kafka's 45s default suits long-lived
+	// consumers; a killed batch run should not hold up the next one that
+	// long.
+	kafkaSessionTimeout = 10 * time.Second
+	// kafkaJoinTimeout bounds how long a run waits for its first
+	// assignment: the group waits for every member to rejoin, a crashed
+	// one up to kafkaSessionTimeout, a slow one up to the rebalance
+	// timeout (kgo's default, 60s).
+	kafkaJoinTimeout = 2 * time.Minute
+	// kafkaGroupCommitTimeout bounds committing the group offsets, which
+	// only feed lag monitoring.
+	kafkaGroupCommitTimeout = 10 * time.Second
+	// kafkaOthersWait is how long a run whose own partitions are read
+	// stays in the group while others are not: long enough for the group
+	// to expire a crashed member and give its partitions to this run.
+	kafkaOthersWait = kafkaSessionTimeout + 5*time.Second
+)
+
+// kafkaReadGate, when set (by tests only, to sequence group members),
+// holds a run before it reads or finishes until it returns true for the
+// partitions then assigned to the run.
+var kafkaReadGate func(partitions []int32) bool
+
+// runKafka is Run for a kafka:// source. The run joins the consumer group
+// Options.Group (cooperative-sticky balancing, so a rebalance moves only
+// the partitions that change owner), and reads each partition assigned to
+// it from the offset t's checkpoint records (the log start offset for a
+// partition never read), read fresh from t when the partition is
+// assigned, up to the last stable offset listed then, with read_committed
+// isolation: aborted transactions never appear and nothing that was on
+// the topic when the partition was assigned is left behind. When every
+// assigned partition is read (or MaxRecords records were), it commits and
+// leaves the group. Instances of one table share the topic's partitions
+// this way, evenly.
 //
 // Exactly once: the files holding the records and the partitions' next
-// offsets are committed in one manifest version, conditional on the
-// checkpoint being the one read at the start (two concurrent runs cannot
-// both commit the same range: one fails with catalog.ErrConflict).
+// offsets are committed in one manifest version. The commit merges this
+// run's partitions into the newest checkpoint, requiring only that each of
+// them is still at the offset the run started from; so instances covering
+// different partitions never conflict, and two runs that read the same
+// range cannot both commit it (the second fails with catalog.ErrConflict).
+//
+// Rebalances: before a partition is handed to another member (revoked, or
+// lost with the member's session), the run commits everything it read so
+// far, files and offsets, and then stops reading that partition. The group
+// gives the partition to its next owner only after that commit, and the
+// next owner starts from the offset it recorded. A commit for a lost
+// partition that the next owner committed first fails with ErrConflict
+// rather than duplicate the range.
+//
+// The group's own offsets are committed after each manifest commit, best
+// effort, only so that lag shows in Kafka tools; they are never read.
 //
 // Bad records go to the quarantine table, which is committed first and
 // records in its own checkpoint, per partition, the offset below which it
@@ -192,7 +262,11 @@ func runKafka(ctx context.Context, t *catalog.Table, source string, o Options) (
 		return res, err
 	}
 	o = o.withDefaults()
-	log := o.Logger.With("table", t.Location(), "source", ks.String())
+	group := o.Group
+	if group == "" {
+		group = "sluice:" + canonicalLocation(t.Location())
+	}
+	log := o.Logger.With("table", t.Location(), "source", ks.String(), "group", group)
 	start := time.Now()
 	m, err := t.Latest(ctx)
 	if err != nil {
@@ -200,51 +274,14 @@ func runKafka(ctx context.Context, t *catalog.Table, source string, o Options) (
 	}
 	res.Version = m.Version
 	cpKey := "kafka:" + ks.id()
-	cpBase := m.Checkpoints[cpKey]
-	cp, err := parseKafkaCheckpoint(cpBase)
-	if err != nil {
+	if _, err := parseKafkaCheckpoint(m.Checkpoints[cpKey]); err != nil {
 		return res, fmt.Errorf("ingest into %s: %s: %w", t.Location(), cpKey, err)
 	}
-
 	qt, qm, err := quarantineOf(ctx, t, o)
 	if err != nil {
 		return res, err
 	}
 	defer qt.Close()
-	qKey := "quarantined:" + canonicalLocation(t.Location()) + " " + cpKey
-	var qBase json.RawMessage
-	if qm != nil {
-		qBase = qm.Checkpoints[qKey]
-	}
-	qcp, err := parseKafkaCheckpoint(qBase)
-	if err != nil {
-		return res, fmt.Errorf("ingest: quarantine %s: %s: %w", qt.Location(), qKey, err)
-	}
-
-	cl, err := kgo.NewClient(kgo.SeedBrokers(ks.brokers...))
-	if err != nil {
-		return res, fmt.Errorf("ingest %s: %w", ks, err)
-	}
-	defer cl.Close()
-	parts, err := kafkaPlan(ctx, cl, ks, cp, qcp, o.OnGap)
-	if err != nil {
-		return res, err
-	}
-	newCP := cp.clone()
-	now := time.Now().UTC().Truncate(time.Microsecond)
-	var toRead int64
-	for _, kp := range parts {
-		if old, ok := cp.next(kp.p); ok && kp.from > old {
-			// Skipped under GapSkip: recorded even if nothing is read.
-			newCP.Gaps = append(newCP.Gaps, kafkaGap{Partition: kp.p, From: old, To: kp.from, At: now})
-			newCP.Partitions[strconv.Itoa(int(kp.p))] = kp.from
-			res.RecordsSkipped += kp.from - old
-		}
-		toRead += kp.end - kp.from
-	}
-	log.LogAttrs(ctx, slog.LevelInfo, "list", slog.Int("partitions", len(parts)), slog.Int64("offsets", toRead),
-		slog.Int64("skipped", res.RecordsSkipped), slog.Duration("took", time.Since(start)))
-
 	target := o.TargetFileSize
 	if target == 0 {
 		target = DefaultTargetFileSize
@@ -253,58 +290,70 @@ func runKafka(ctx context.Context, t *catalog.Table, source string, o Options) (
 		}
 	}
 	qschema, _ := catalog.ParseSchema(QuarantineSchema)
-	kr := &kafkaReading{o: o, ks: ks, now: now, parts: parts,
-		main: newSink(t, m, o.MemoryBudget*3/4, target),
-		quar: newSink(qt, &catalog.Manifest{Schema: qschema, Spec: quarantineSpec(qschema)}, o.MemoryBudget/4, target),
-		dec:  newDecoder(m.Schema, o), toRead: toRead}
-	var mainFiles, qFiles []catalog.DataFile
-	err = kr.consume(ctx)
-	if err == nil {
-		mainFiles, err = kr.main.close(ctx)
-	}
-	if err == nil {
-		qFiles, err = kr.quar.close(ctx)
-	}
-	if err != nil {
-		cleanup := context.WithoutCancel(ctx)
-		kr.main.abort(cleanup)
-		kr.quar.abort(cleanup)
-		return res, fmt.Errorf("ingest %s: %w", ks, err)
-	}
-	res.RecordsIn, res.RowsWritten, res.RecordsQuarantined = kr.recordsIn, kr.rowsOut, kr.quarantined
-	res.BytesIn, res.FilesOut = kr.bytesIn, len(mainFiles)
-	log.LogAttrs(ctx, slog.LevelInfo, "read", slog.Int64("records", kr.recordsIn),
-		slog.Int64("quarantined", kr.quarantined), slog.Duration("took", time.Since(start)))
+	kr := &kafkaRun{ctx: ctx, o: o, ks: ks, log: log, t: t, m: m, qt: qt, qm: qm,
+		qman:  &catalog.Manifest{Schema: qschema, Spec: quarantineSpec(qschema)},
+		cpKey: cpKey, qKey: "quarantined:" + canonicalLocation(t.Location()) + " " + cpKey,
+		target: target, dec: newDecoder(m.Schema, o), now: time.Now().UTC().Truncate(time.Microsecond),
+		wake: make(chan struct{}, 1), res: &res, progressAt: start,
+		pending: map[int32]bool{}, parts: map[int32]*kafkaPart{}, paused: map[int32]bool{},
+		tableParts: map[string]bool{}, covered: map[int32]bool{}}
+	kr.newSinks()
 
-	for _, kp := range parts {
-		if _, ok := newCP.next(kp.p); ok || kp.next > kp.from {
-			newCP.Partitions[strconv.Itoa(int(kp.p))] = kp.next
-		}
-	}
-	if string(newCP.raw()) == string(cp.raw()) {
-		return res, nil // nothing new on the topic
-	}
-
-	// The quarantine first (see above), then the table.
-	var newQ json.RawMessage
-	if len(qFiles) > 0 {
-		q := qcp.clone()
-		q.Gaps = nil
-		for _, kp := range parts {
-			if kp.next > kp.quarT {
-				q.Partitions[strconv.Itoa(int(kp.p))] = kp.next
-			}
-		}
-		newQ = q.raw()
-	}
-	err = commitRun(ctx, &res, runCommit{runID: o.RunID,
-		qt: qt, qm: qm, qFiles: qFiles, qKey: qKey, qBase: qBase, qNew: newQ,
-		t: t, files: mainFiles, cpKey: cpKey, cpBase: cpBase, cpNew: newCP.raw()})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(ks.brokers...),
+		kgo.ConsumerGroup(group), kgo.ConsumeTopics(ks.topic),
+		kgo.Balancers(kgo.CooperativeStickyBalancer()),
+		kgo.SessionTimeout(kafkaSessionTimeout),
+		// The manifest holds the offsets; the group's are written for
+		// monitoring only, after the manifest commit.
+		kgo.DisableAutoCommit(),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(),
+		// A range deleted after the run listed it must fail the run, not
+		// be skipped silently.
+		kgo.ConsumeResetOffset(kgo.NoResetOffset()),
+		kgo.OnPartitionsAssigned(kr.assigned),
+		kgo.AdjustFetchOffsetsFn(kr.adjust),
+		kgo.OnPartitionsRevoked(kr.revoked),
+		kgo.OnPartitionsLost(kr.lost),
+	)
 	if err != nil {
 		return res, fmt.Errorf("ingest %s: %w", ks, err)
 	}
-	log.LogAttrs(ctx, slog.LevelInfo, "commit", slog.Int64("version", res.Version),
-		slog.Int64("quarantine_version", res.QuarantineVersion), slog.Duration("took", time.Since(start)))
+	defer func() {
+		kr.mu.Lock()
+		kr.closed = true // the leave below revokes everything: nothing to do
+		kr.mu.Unlock()
+		cl.Close()
+	}()
+	starts, err := listStartOffsets(ctx, cl, ks)
+	if err == nil {
+		kr.topicEnds, err = listStableOffsets(ctx, cl, ks.topic, slices.Collect(maps.Keys(starts)))
+	}
+	if err != nil {
+		kr.abort()
+		return res, fmt.Errorf("ingest %s: %w", ks, err)
+	}
+	kr.topicStarts = map[int32]int64{}
+	for p, s := range starts {
+		kr.topicStarts[p] = s.Offset
+	}
+	if err := kr.consume(ctx, cl, start); err != nil {
+		kr.abort()
+		kr.fillResult()
+		return res, fmt.Errorf("ingest %s: %w", ks, err)
+	}
+	kr.mu.Lock()
+	offs, err := kr.commitLocked(ctx)
+	kr.closed = true
+	kr.mu.Unlock()
+	kr.fillResult()
+	if err != nil {
+		return res, fmt.Errorf("ingest %s: %w", ks, err)
+	}
+	kr.commitGroup(cl, offs)
+	log.LogAttrs(ctx, slog.LevelInfo, "read", slog.Int64("records", res.RecordsIn),
+		slog.Int64("quarantined", res.RecordsQuarantined), slog.Any("partitions", res.KafkaPartitions),
+		slog.Int64("version", res.Version), slog.Duration("took", time.Since(start)))
 	return res, nil
 }
 
@@ -316,55 +365,70 @@ func canonicalLocation(loc string) string {
 	return loc
 }
 
-// kafkaPlan lists the topic's partitions, their log start offsets and
-// their last stable offsets, and returns what to read of each, sorted by
-// partition. A partition whose checkpointed offset is below its log start
-// offset fails with ErrKafkaGap unless onGap is GapSkip; then it is read
-// from the log start offset.
-func kafkaPlan(ctx context.Context, cl *kgo.Client, ks kafkaSource, cp, qcp kafkaCheckpoint, onGap GapPolicy) ([]*kafkaPart, error) {
-	adm := kadm.NewClient(cl)
-	starts, err := adm.ListStartOffsets(ctx, ks.topic)
+// listStartOffsets lists the log start offset of each of the topic's
+// partitions; it fails for a topic that does not exist.
+func listStartOffsets(ctx context.Context, cl *kgo.Client, ks kafkaSource) (map[int32]kadm.ListedOffset, error) {
+	starts, err := kadm.NewClient(cl).ListStartOffsets(ctx, ks.topic)
 	if err != nil {
-		return nil, fmt.Errorf("ingest %s: list start offsets of topic %s: %w", ks, ks.topic, err)
+		return nil, fmt.Errorf("list start offsets of topic %s: %w", ks.topic, err)
 	}
 	sp := starts[ks.topic]
 	if bad, ok := sp[-1]; ok && bad.Err != nil {
-		return nil, fmt.Errorf("ingest %s: topic %s: %w", ks, ks.topic, bad.Err)
+		return nil, fmt.Errorf("topic %s: %w", ks.topic, bad.Err)
 	}
 	if len(sp) == 0 {
-		return nil, fmt.Errorf("ingest %s: topic %s: %w", ks, ks.topic, kerr.UnknownTopicOrPartition)
+		return nil, fmt.Errorf("topic %s: %w", ks.topic, kerr.UnknownTopicOrPartition)
 	}
-	ends, err := listStableOffsets(ctx, cl, ks.topic, slices.Collect(maps.Keys(sp)))
+	return sp, nil
+}
+
+// kafkaPlan lists the log start offsets and the last stable offsets of
+// partitions ps and returns what to read of each, sorted by partition. A
+// partition whose checkpointed offset is below its log start offset fails
+// with ErrKafkaGap unless onGap is GapSkip; then it is read from the log
+// start offset.
+func kafkaPlan(ctx context.Context, cl *kgo.Client, ks kafkaSource, ps []int32, cp, qcp kafkaCheckpoint, onGap GapPolicy) ([]*kafkaPart, error) {
+	sp, err := listStartOffsets(ctx, cl, ks)
 	if err != nil {
-		return nil, fmt.Errorf("ingest %s: %w", ks, err)
+		return nil, err
+	}
+	ends, err := listStableOffsets(ctx, cl, ks.topic, ps)
+	if err != nil {
+		return nil, err
 	}
 	var parts []*kafkaPart
 	var gaps []string
-	for _, p := range slices.Sorted(maps.Keys(sp)) {
-		s := sp[p]
-		if s.Err != nil {
-			return nil, fmt.Errorf("ingest %s: topic %s partition %d: log start offset: %w", ks, ks.topic, p, s.Err)
+	for _, p := range slices.Sorted(slices.Values(ps)) {
+		s, ok := sp[p]
+		if !ok {
+			return nil, fmt.Errorf("topic %s partition %d: no log start offset listed", ks.topic, p)
 		}
-		kp := &kafkaPart{p: p, from: s.Offset, end: ends[p]}
+		if s.Err != nil {
+			return nil, fmt.Errorf("topic %s partition %d: log start offset: %w", ks.topic, p, s.Err)
+		}
+		kp := &kafkaPart{p: p, base: -1, qBase: -1, from: s.Offset, end: ends[p]}
 		if next, ok := cp.next(p); ok {
+			kp.base = next
 			switch {
 			case next < s.Offset && onGap != GapSkip:
 				gaps = append(gaps, fmt.Sprintf("partition %d: %d records (offsets %d to %d)", p, s.Offset-next, next, s.Offset-1))
 			case next < s.Offset:
 			case next > kp.end:
-				return nil, fmt.Errorf("ingest %s: topic %s partition %d: checkpoint offset %d is beyond the end offset %d (was the topic recreated?)",
-					ks, ks.topic, p, next, kp.end)
+				return nil, fmt.Errorf("topic %s partition %d: checkpoint offset %d is beyond the end offset %d (was the topic recreated?)",
+					ks.topic, p, next, kp.end)
 			default:
 				kp.from = next
 			}
 		}
 		kp.next = kp.from
-		kp.quarT, _ = qcp.next(p)
+		if q, ok := qcp.next(p); ok {
+			kp.qBase, kp.quarT = q, q
+		}
 		parts = append(parts, kp)
 	}
 	if len(gaps) > 0 {
-		return nil, fmt.Errorf("ingest %s: topic %s: %s (--on-gap=skip reads on from the log start): %w",
-			ks, ks.topic, strings.Join(gaps, "; "), ErrKafkaGap)
+		return nil, fmt.Errorf("topic %s: %s (--on-gap=skip reads on from the log start): %w",
+			ks.topic, strings.Join(gaps, "; "), ErrKafkaGap)
 	}
 	return parts, nil
 }
@@ -408,125 +472,449 @@ func listStableOffsets(ctx context.Context, cl *kgo.Client, topic string, partit
 	return out, nil
 }
 
-// kafkaReading is one pass over the partitions' ranges.
-type kafkaReading struct {
-	o      Options
-	ks     kafkaSource
-	now    time.Time
-	parts  []*kafkaPart
-	main   *sink
-	quar   *sink
-	dec    *decoder
-	toRead int64
+// kafkaRun is one run's state as a group member. The group callbacks run
+// on the Kafka client's goroutines while consume reads, so mu guards
+// everything that changes.
+type kafkaRun struct {
+	ctx         context.Context // the run's, for commits made in group callbacks
+	o           Options
+	ks          kafkaSource
+	log         *slog.Logger
+	t           *catalog.Table
+	m           *catalog.Manifest // t's schema, spec and properties
+	qt          *catalog.Table
+	qman        *catalog.Manifest // the quarantine's schema and spec
+	cpKey, qKey string
+	target      int64
+	dec         *decoder
+	now         time.Time
+	wake        chan struct{} // signalled by callbacks; capacity 1
+	res         *Result
 
+	mu         sync.Mutex
+	cl         *kgo.Client
+	qm         *catalog.Manifest // nil while the quarantine does not exist
+	joined     bool              // a first assignment arrived
+	closed     bool              // finished or failed: callbacks leave everything alone
+	err        error             // a callback's failure, which fails the run
+	woken      bool              // a callback signalled since consume last looked
+	pollCancel context.CancelFunc
+	progressAt time.Time // the last assignment or record
+	pending    map[int32]bool
+	parts      map[int32]*kafkaPart // planned and still ours
+	paused     map[int32]bool       // fetching paused: read to the end
+	resume     []int32              // planned anew while paused
+	main, quar *sink
+	full       bool // MaxRecords were read
+
+	// The topic's partitions when the run started: what the group as a
+	// whole is to read (see othersCaughtUp).
+	topicStarts, topicEnds map[int32]int64
+
+	tableParts                               map[string]bool // table partitions committed to
+	covered                                  map[int32]bool  // Kafka partitions whose offsets were committed
 	recordsIn, rowsOut, quarantined, bytesIn int64
+	toRead, consumed                         int64
 }
 
-// consume reads every partition's range into the sinks, stopping at a
-// record boundary once MaxRecords records were read.
-func (kr *kafkaReading) consume(ctx context.Context) error {
-	byP := map[int32]*kafkaPart{}
-	assign := map[int32]kgo.Offset{}
-	for _, kp := range kr.parts {
-		if !kp.done() {
-			byP[kp.p] = kp
-			assign[kp.p] = kgo.NewOffset().At(kp.from)
-		}
+func (kr *kafkaRun) newSinks() {
+	kr.main = newSink(kr.t, kr.m, kr.o.MemoryBudget*3/4, kr.target)
+	kr.quar = newSink(kr.qt, kr.qman, kr.o.MemoryBudget/4, kr.target)
+}
+
+// abort deletes the files written and not committed.
+func (kr *kafkaRun) abort() {
+	kr.mu.Lock()
+	defer kr.mu.Unlock()
+	kr.closed = true
+	cleanup := context.WithoutCancel(kr.ctx)
+	kr.main.abort(cleanup)
+	kr.quar.abort(cleanup)
+}
+
+func (kr *kafkaRun) fillResult() {
+	kr.mu.Lock()
+	defer kr.mu.Unlock()
+	r := kr.res
+	r.RecordsIn, r.RowsWritten, r.RecordsQuarantined, r.BytesIn = kr.recordsIn, kr.rowsOut, kr.quarantined, kr.bytesIn
+	r.Partitions = slices.Sorted(maps.Keys(kr.tableParts))
+	r.KafkaPartitions = slices.Sorted(maps.Keys(kr.covered))
+}
+
+// notifyLocked wakes consume: the assignment changed or a callback failed.
+func (kr *kafkaRun) notifyLocked() {
+	kr.woken = true
+	if kr.pollCancel != nil {
+		kr.pollCancel()
 	}
-	if len(byP) == 0 {
-		return nil
+	select {
+	case kr.wake <- struct{}{}:
+	default:
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(kr.ks.brokers...),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{kr.ks.topic: assign}),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.KeepControlRecords(),
-		// A range deleted after the run listed it must fail the run, not
-		// be skipped silently.
-		kgo.ConsumeResetOffset(kgo.NoResetOffset()),
-	)
+}
+
+func (kr *kafkaRun) failLocked(err error) {
+	if kr.err == nil {
+		kr.err = err
+	}
+	kr.notifyLocked()
+}
+
+// assigned notes partitions newly assigned; adjust plans them.
+func (kr *kafkaRun) assigned(_ context.Context, cl *kgo.Client, assigned map[string][]int32) {
+	kr.mu.Lock()
+	defer kr.mu.Unlock()
+	kr.cl = cl
+	kr.joined = true
+	for _, p := range assigned[kr.ks.topic] {
+		kr.pending[p] = true
+	}
+	kr.progressAt = time.Now()
+	kr.notifyLocked()
+}
+
+// adjust plans the partitions whose group offsets were just fetched, from
+// t's checkpoint as it is now, and makes the client read each from the
+// offset the checkpoint records instead.
+func (kr *kafkaRun) adjust(ctx context.Context, offsets map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
+	kr.mu.Lock()
+	defer kr.mu.Unlock()
+	offs := offsets[kr.ks.topic]
+	if kr.closed || kr.err != nil || len(offs) == 0 {
+		return offsets, nil
+	}
+	if err := kr.planLocked(ctx, offs); err != nil {
+		kr.failLocked(err)
+		return nil, err
+	}
+	return offsets, nil
+}
+
+func (kr *kafkaRun) planLocked(ctx context.Context, offs map[int32]kgo.Offset) error {
+	m, err := kr.t.Latest(ctx)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", kr.t.Location(), err)
+	}
+	cp, err := parseKafkaCheckpoint(m.Checkpoints[kr.cpKey])
+	if err != nil {
+		return fmt.Errorf("%s: %s: %w", kr.t.Location(), kr.cpKey, err)
+	}
+	qm, err := openQuarantine(ctx, kr.qt)
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
+	var qcp kafkaCheckpoint
+	if qm != nil {
+		kr.qm = qm
+		if qcp, err = parseKafkaCheckpoint(qm.Checkpoints[kr.qKey]); err != nil {
+			return fmt.Errorf("quarantine %s: %s: %w", kr.qt.Location(), kr.qKey, err)
+		}
+	}
+	planned, err := kafkaPlan(ctx, kr.cl, kr.ks, slices.Collect(maps.Keys(offs)), cp, qcp, kr.o.OnGap)
+	if err != nil {
+		return err
+	}
+	var toRead, skipped int64
+	var ps []int32
+	for _, kp := range planned {
+		delete(kr.pending, kp.p)
+		if old := kr.parts[kp.p]; old != nil && old.advanced() {
+			// Still ours, with reading not committed yet: go on from
+			// where it is.
+			offs[kp.p] = kgo.NewOffset().At(old.next).WithEpoch(-1)
+			continue
+		}
+		kr.parts[kp.p] = kp
+		offs[kp.p] = kgo.NewOffset().At(kp.from).WithEpoch(-1)
+		if kp.base >= 0 && kp.from > kp.base {
+			skipped += kp.from - kp.base
+		}
+		toRead += kp.end - kp.from
+		ps = append(ps, kp.p)
+		if !kp.done() && kr.paused[kp.p] {
+			delete(kr.paused, kp.p)
+			kr.resume = append(kr.resume, kp.p)
+		}
+	}
+	kr.toRead += toRead
+	kr.res.RecordsSkipped += skipped
+	kr.progressAt = time.Now()
+	kr.log.LogAttrs(ctx, slog.LevelInfo, "assigned", slog.Any("partitions", ps), slog.Int64("offsets", toRead),
+		slog.Int64("skipped", skipped))
+	kr.notifyLocked()
+	return nil
+}
+
+func (kr *kafkaRun) revoked(_ context.Context, cl *kgo.Client, revoked map[string][]int32) {
+	kr.handOver(cl, revoked[kr.ks.topic], "revoked")
+}
+
+func (kr *kafkaRun) lost(_ context.Context, cl *kgo.Client, lost map[string][]int32) {
+	kr.handOver(cl, lost[kr.ks.topic], "lost")
+}
+
+// handOver stops reading partitions ps, which the group takes away,
+// committing first what was read if any of them has uncommitted reading:
+// the group gives them to their next owner only once this returns.
+func (kr *kafkaRun) handOver(cl *kgo.Client, ps []int32, why string) {
+	if len(ps) == 0 {
+		return
+	}
+	kr.mu.Lock()
+	var offs map[int32]int64
+	if !kr.closed && kr.err == nil && slices.ContainsFunc(ps, func(p int32) bool {
+		kp := kr.parts[p]
+		return kp != nil && kp.advanced()
+	}) {
+		var err error
+		if offs, err = kr.commitLocked(kr.ctx); err != nil {
+			kr.failLocked(fmt.Errorf("commit before partitions %v are handed over (%s): %w", ps, why, err))
+		}
+	}
+	for _, p := range ps {
+		delete(kr.parts, p)
+		delete(kr.pending, p)
+	}
+	if !kr.closed {
+		kr.log.LogAttrs(kr.ctx, slog.LevelInfo, why, slog.Any("partitions", ps))
+	}
+	kr.notifyLocked()
+	kr.mu.Unlock()
+	kr.commitGroup(cl, offs)
+}
+
+// kafkaState is what consume needs to decide its next step.
+type kafkaState struct {
+	err      error
+	joined   bool
+	finished bool // this run's partitions are read, or MaxRecords records
+	full     bool
+	mine     []int32 // the partitions planned, sorted; nil while some are pending
+	waiting  []string
+	deadline time.Time
+	resume   []int32
+}
+
+func (kr *kafkaRun) state(start time.Time) kafkaState {
+	kr.mu.Lock()
+	defer kr.mu.Unlock()
+	kr.woken = false
+	st := kafkaState{err: kr.err, joined: kr.joined, resume: kr.resume}
+	kr.resume = nil
+	for _, p := range slices.Sorted(maps.Keys(kr.parts)) {
+		if kp := kr.parts[p]; !kp.done() {
+			st.waiting = append(st.waiting, fmt.Sprintf("%d at offset %d of %d", p, kp.next, kp.end))
+		}
+	}
+	for _, p := range slices.Sorted(maps.Keys(kr.pending)) {
+		st.waiting = append(st.waiting, fmt.Sprintf("%d not planned yet", p))
+	}
+	if len(kr.pending) == 0 {
+		st.mine = slices.Sorted(maps.Keys(kr.parts))
+	}
+	st.finished = kr.joined && (kr.full || len(st.waiting) == 0)
+	st.full = kr.full
+	st.deadline = kr.progressAt.Add(kafkaIdleTimeout)
+	if !kr.joined {
+		st.deadline = start.Add(kafkaJoinTimeout)
+	}
+	return st
+}
+
+// consume reads the assigned partitions' ranges into the sinks until
+// every one is read, or MaxRecords records were.
+func (kr *kafkaRun) consume(ctx context.Context, cl *kgo.Client, start time.Time) error {
 	topic := kr.ks.topic
-	var consumed int64 // offsets passed, for progress
-	for len(byP) > 0 {
-		pctx, cancel := context.WithTimeout(ctx, kafkaIdleTimeout)
+	gateOpen := kafkaReadGate == nil
+	var doneAt time.Time // when this run's own partitions were all read
+	for {
+		st := kr.state(start)
+		if len(st.resume) > 0 {
+			cl.ResumeFetchPartitions(map[string][]int32{topic: st.resume})
+		}
+		if st.err != nil {
+			return st.err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if !gateOpen {
+			if gateOpen = st.joined && st.mine != nil && kafkaReadGate(st.mine); !gateOpen {
+				select {
+				case <-kr.wake:
+				case <-ctx.Done():
+				case <-time.After(50 * time.Millisecond):
+				}
+				continue
+			}
+		}
+		if st.finished {
+			if st.full {
+				return nil
+			}
+			// Stay while other members' partitions are not read: a
+			// member that crashed keeps its partitions until the group
+			// expires it, and then they come to this run.
+			if doneAt.IsZero() {
+				doneAt = time.Now()
+			}
+			caught, err := kr.othersCaughtUp(ctx)
+			if err != nil {
+				return err
+			}
+			if caught || time.Since(doneAt) >= kafkaOthersWait {
+				return nil
+			}
+			// Commit what this run read meanwhile: the others may be
+			// waiting for it too.
+			kr.mu.Lock()
+			offs, err := kr.commitLocked(ctx)
+			kr.mu.Unlock()
+			if err != nil {
+				return err
+			}
+			kr.commitGroup(cl, offs)
+			select {
+			case <-kr.wake:
+			case <-ctx.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+			continue
+		}
+		doneAt = time.Time{}
+		if !time.Now().Before(st.deadline) {
+			if !st.joined {
+				return fmt.Errorf("topic %s: no partitions assigned by the consumer group within %s", topic, kafkaJoinTimeout)
+			}
+			return fmt.Errorf("topic %s: no records for %s while partitions %s are short of their end offsets: %w",
+				topic, kafkaIdleTimeout, strings.Join(st.waiting, ", "), context.DeadlineExceeded)
+		}
+		pctx, cancel := context.WithDeadline(ctx, st.deadline)
+		kr.mu.Lock()
+		kr.pollCancel = cancel
+		if kr.woken {
+			cancel() // a callback ran since state: look again first
+		}
+		kr.mu.Unlock()
 		fs := cl.PollFetches(pctx)
+		kr.mu.Lock()
+		kr.pollCancel = nil
+		kr.mu.Unlock()
 		cancel()
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		var ferr error
 		fs.EachError(func(t string, p int32, err error) {
-			if ferr != nil {
-				return
+			switch {
+			case ferr != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+			case t == "":
+				// A group error (joining, heartbeating) that the client
+				// retries itself; the deadlines above bound the wait.
+				kr.log.LogAttrs(ctx, slog.LevelWarn, "group", slog.String("error", err.Error()))
+			default:
+				ferr = fmt.Errorf("topic %s partition %d: fetch: %w", t, p, err)
 			}
-			if errors.Is(err, context.DeadlineExceeded) {
-				var waiting []string
-				for _, p := range slices.Sorted(maps.Keys(byP)) {
-					waiting = append(waiting, fmt.Sprintf("%d at offset %d of %d", p, byP[p].next, byP[p].end))
-				}
-				err = fmt.Errorf("no records for %s while partitions %s are short of their end offsets: %w",
-					kafkaIdleTimeout, strings.Join(waiting, ", "), err)
-				ferr = fmt.Errorf("topic %s: %w", topic, err)
-				return
-			}
-			ferr = fmt.Errorf("topic %s partition %d: fetch: %w", t, p, err)
 		})
 		if ferr != nil {
 			return ferr
 		}
-		stop := false
-		var werr error
-		fs.EachPartition(func(fp kgo.FetchTopicPartition) {
-			kp := byP[fp.Partition]
-			if fp.Topic != topic || kp == nil || stop || werr != nil {
-				return
-			}
-			for _, r := range fp.Records {
-				if r.Offset < kp.next {
-					continue
-				}
-				if r.Offset >= kp.end {
-					kp.next = kp.end // everything below end was passed over
-					break
-				}
-				if r.Attrs.IsControl() {
-					kp.next = r.Offset + 1
-					continue
-				}
-				if kr.o.MaxRecords > 0 && kr.recordsIn >= kr.o.MaxRecords {
-					stop = true
-					return
-				}
-				if err := kr.record(ctx, r); err != nil {
-					werr = fmt.Errorf("topic %s partition %d offset %d: %w", topic, r.Partition, r.Offset, err)
-					return
-				}
-				consumed += r.Offset + 1 - kp.next
-				kp.next = r.Offset + 1
-			}
-			if kp.done() {
-				delete(byP, kp.p)
-				cl.PauseFetchPartitions(map[string][]int32{topic: {kp.p}})
-			}
-		})
-		if werr != nil {
-			return werr
+		pause, err := kr.take(ctx, fs)
+		if err != nil {
+			return err
 		}
-		if kr.o.Progress != nil {
-			kr.o.Progress(int(min(consumed, kr.toRead)), int(kr.toRead))
-		}
-		if stop || (kr.o.MaxRecords > 0 && kr.recordsIn >= kr.o.MaxRecords) {
-			return nil
+		if len(pause) > 0 {
+			cl.PauseFetchPartitions(map[string][]int32{topic: pause})
 		}
 	}
-	return nil
+}
+
+// othersCaughtUp tells whether every partition the topic had when the run
+// started is read up to the end offset listed then: by this run, or by
+// others as t's checkpoint records.
+func (kr *kafkaRun) othersCaughtUp(ctx context.Context) (bool, error) {
+	m, err := kr.t.Latest(ctx)
+	if err != nil {
+		return false, fmt.Errorf("read %s: %w", kr.t.Location(), err)
+	}
+	cp, err := parseKafkaCheckpoint(m.Checkpoints[kr.cpKey])
+	if err != nil {
+		return false, fmt.Errorf("%s: %s: %w", kr.t.Location(), kr.cpKey, err)
+	}
+	kr.mu.Lock()
+	defer kr.mu.Unlock()
+	for p, end := range kr.topicEnds {
+		at, ok := cp.next(p)
+		if kp := kr.parts[p]; kp != nil && kp.next > at {
+			at, ok = kp.next, true
+		}
+		if !ok {
+			at = kr.topicStarts[p] // never read: nothing below the log start
+		}
+		if at < end {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// take adds the fetched records of the partitions still ours to the
+// sinks, and returns the partitions read to their end.
+func (kr *kafkaRun) take(ctx context.Context, fs kgo.Fetches) (pause []int32, err error) {
+	kr.mu.Lock()
+	defer kr.mu.Unlock()
+	if kr.closed || kr.err != nil {
+		return nil, kr.err
+	}
+	topic := kr.ks.topic
+	max := kr.o.MaxRecords
+	before := kr.consumed
+	fs.EachPartition(func(fp kgo.FetchTopicPartition) {
+		kp := kr.parts[fp.Partition]
+		if fp.Topic != topic || kp == nil || kp.done() || kr.full || err != nil {
+			return
+		}
+		for _, r := range fp.Records {
+			if r.Offset < kp.next {
+				continue
+			}
+			if r.Offset >= kp.end {
+				kr.consumed += kp.end - kp.next
+				kp.next = kp.end // everything below end was passed over
+				break
+			}
+			if !r.Attrs.IsControl() {
+				if max > 0 && kr.recordsIn >= max {
+					kr.full = true
+					return
+				}
+				if err = kr.record(ctx, r, kp); err != nil {
+					err = fmt.Errorf("topic %s partition %d offset %d: %w", topic, r.Partition, r.Offset, err)
+					return
+				}
+			}
+			kr.consumed += r.Offset + 1 - kp.next
+			kp.next = r.Offset + 1
+		}
+		if kp.done() && !kr.paused[kp.p] {
+			kr.paused[kp.p] = true
+			pause = append(pause, kp.p)
+		}
+	})
+	if max > 0 && kr.recordsIn >= max {
+		kr.full = true
+	}
+	if kr.consumed > before {
+		kr.progressAt = time.Now()
+		if kr.o.Progress != nil {
+			kr.o.Progress(int(min(kr.consumed, kr.toRead)), int(kr.toRead))
+		}
+	}
+	return pause, err
 }
 
 // record decodes one record into the table's sink or the quarantine's.
-func (kr *kafkaReading) record(ctx context.Context, r *kgo.Record) error {
+func (kr *kafkaRun) record(ctx context.Context, r *kgo.Record, kp *kafkaPart) error {
 	kr.recordsIn++
 	kr.bytesIn += int64(len(r.Value))
 	row, rec, why := kr.dec.decodeValue(r.Value)
@@ -538,8 +926,7 @@ func (kr *kafkaReading) record(ctx context.Context, r *kgo.Record) error {
 		return kr.main.add(ctx, row, len(r.Value))
 	}
 	kr.quarantined++
-	kp := kr.partOf(r.Partition)
-	if kp != nil && r.Offset < kp.quarT {
+	if r.Offset < kp.quarT {
 		return nil // committed to the quarantine by an earlier, unfinished run
 	}
 	pos := r.Topic + "/" + strconv.Itoa(int(r.Partition)) + "/" + strconv.FormatInt(r.Offset, 10)
@@ -547,12 +934,143 @@ func (kr *kafkaReading) record(ctx context.Context, r *kgo.Record) error {
 	return kr.quar.add(ctx, q, len(rec))
 }
 
-func (kr *kafkaReading) partOf(p int32) *kafkaPart {
-	i := sort.Search(len(kr.parts), func(i int) bool { return kr.parts[i].p >= p })
-	if i < len(kr.parts) && kr.parts[i].p == p {
-		return kr.parts[i]
+// commitLocked commits what was read since the last commit: the
+// quarantine's files and offsets, then the table's, each merging this
+// run's partitions into the newest checkpoint. It returns the offsets
+// committed, for the group.
+func (kr *kafkaRun) commitLocked(ctx context.Context) (map[int32]int64, error) {
+	mainFiles, err := kr.main.close(ctx)
+	var qFiles []catalog.DataFile
+	if err == nil {
+		qFiles, err = kr.quar.close(ctx)
 	}
-	return nil
+	if err != nil {
+		cleanup := context.WithoutCancel(ctx)
+		kr.main.abort(cleanup)
+		kr.quar.abort(cleanup)
+		return nil, err
+	}
+	var covered, qCovered []*kafkaPart
+	for _, p := range slices.Sorted(maps.Keys(kr.parts)) {
+		if kp := kr.parts[p]; kp.advanced() {
+			covered = append(covered, kp)
+			if len(qFiles) > 0 && kp.next > kp.quarT {
+				qCovered = append(qCovered, kp)
+			}
+		}
+	}
+	if len(covered) == 0 {
+		kr.newSinks()
+		return nil, nil // nothing new on the topic
+	}
+	cpMerge := func(cur json.RawMessage) (json.RawMessage, error) {
+		c, err := parseKafkaCheckpoint(cur)
+		if err != nil {
+			return nil, err
+		}
+		for _, kp := range covered {
+			if err := kp.require(c, kp.base); err != nil {
+				return nil, err
+			}
+			if kp.base >= 0 && kp.from > kp.base {
+				// Skipped under GapSkip: recorded even if nothing is read.
+				c.Gaps = append(c.Gaps, kafkaGap{Partition: kp.p, From: kp.base, To: kp.from, At: kr.now})
+			}
+			c.Partitions[strconv.Itoa(int(kp.p))] = kp.next
+		}
+		return c.raw(), nil
+	}
+	var qMerge func(json.RawMessage) (json.RawMessage, error)
+	if len(qFiles) > 0 {
+		qMerge = func(cur json.RawMessage) (json.RawMessage, error) {
+			c, err := parseKafkaCheckpoint(cur)
+			if err != nil {
+				return nil, err
+			}
+			c.Gaps = nil
+			for _, kp := range qCovered {
+				if err := kp.require(c, kp.qBase); err != nil {
+					return nil, err
+				}
+				c.Partitions[strconv.Itoa(int(kp.p))] = kp.next
+			}
+			return c.raw(), nil
+		}
+	}
+	var cr Result
+	err = commitRun(ctx, &cr, runCommit{runID: kr.o.RunID,
+		qt: kr.qt, qm: kr.qm, qFiles: qFiles, qKey: kr.qKey, qMerge: qMerge,
+		t: kr.t, files: mainFiles, cpKey: kr.cpKey, cpMerge: cpMerge})
+	if err != nil {
+		return nil, err
+	}
+	if cr.QuarantineVersion > 0 {
+		kr.res.QuarantineVersion = cr.QuarantineVersion
+		if kr.qm == nil {
+			kr.qm = kr.qman // exists now
+		}
+	}
+	kr.res.Version = cr.Version
+	kr.res.FilesOut += len(mainFiles)
+	for _, p := range cr.Partitions {
+		kr.tableParts[p] = true
+	}
+	offs := map[int32]int64{}
+	for _, kp := range covered {
+		kp.base, kp.from = kp.next, kp.next
+		kr.covered[kp.p] = true
+		offs[kp.p] = kp.next
+	}
+	for _, kp := range qCovered {
+		kp.qBase, kp.quarT = kp.next, kp.next
+	}
+	kr.newSinks()
+	kr.log.LogAttrs(ctx, slog.LevelInfo, "commit", slog.Int64("version", cr.Version),
+		slog.Int64("quarantine_version", cr.QuarantineVersion), slog.Any("partitions", slices.Sorted(maps.Keys(offs))))
+	return offs, nil
+}
+
+// commitGroup commits offs as the group's offsets, so that Kafka tools
+// show the group's lag. The table's checkpoint is what runs read from, so
+// a failure here is only logged.
+func (kr *kafkaRun) commitGroup(cl *kgo.Client, offs map[int32]int64) {
+	if len(offs) == 0 || cl == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(kr.ctx), kafkaGroupCommitTimeout)
+	defer cancel()
+	eo := map[int32]kgo.EpochOffset{}
+	for p, off := range offs {
+		eo[p] = kgo.EpochOffset{Epoch: -1, Offset: off}
+	}
+	var err error
+	for attempt := 1; ; attempt++ {
+		err = nil
+		cl.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{kr.ks.topic: eo},
+			func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, cerr error) {
+				err = cerr
+				for _, t := range resp.Topics {
+					for _, p := range t.Partitions {
+						if e := kerr.ErrorForCode(p.ErrorCode); e != nil && err == nil {
+							err = fmt.Errorf("partition %d: %w", p.Partition, e)
+						}
+					}
+				}
+			})
+		// A rebalance in progress refuses commits until the member
+		// has rejoined.
+		if err == nil || attempt == 5 || !(errors.Is(err, kerr.RebalanceInProgress) || errors.Is(err, kerr.IllegalGeneration)) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Duration(attempt) * 200 * time.Millisecond):
+		}
+	}
+	if err != nil {
+		kr.log.LogAttrs(ctx, slog.LevelWarn, "group offsets not committed; lag shown by Kafka tools is stale",
+			slog.String("error", err.Error()))
+	}
 }
 
 // decodeValue decodes one record that is a whole JSON object, as

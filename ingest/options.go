@@ -64,6 +64,11 @@ type Options struct {
 	// Quarantine is the location of the quarantine table. Empty: the
 	// table's location + "_quarantine", beside it.
 	Quarantine string
+	// Group is the Kafka consumer group through which instances ingesting
+	// the same topic share its partitions; Kafka tools show its lag.
+	// Empty: "sluice:" + the table's location, so every instance writing
+	// the table shares by default.
+	Group string
 	// OrderedNames declares that landing file names only ever increase
 	// (date- or time-prefixed names, as Firehose, Kafka Connect and Spark
 	// write them), which lets the checkpoint keep a high-water mark instead
