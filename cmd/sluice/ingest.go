@@ -22,6 +22,7 @@ func (a *app) ingestCommand() *cobra.Command {
 		dedupKey                                                           string
 		dedupWindow                                                        time.Duration
 	)
+	var group string
 	cmd := &cobra.Command{
 		Use:   "ingest TABLE --from SOURCE [--format jsonl|csv|parquet] [--max-records N] [--quarantine TABLE2] [--min-age D] [--on-gap fail|skip]",
 		Short: "Ingest landing files or a Kafka topic into a table, exactly once",
@@ -47,6 +48,11 @@ object. The offsets are committed with the files. Records that retention
 deleted before they were read fail the run, or with --on-gap skip are
 recorded as a gap and skipped.
 
+Instances ingesting one topic into one table share its partitions through
+a consumer group (--group, default "sluice:" + the table's location), each
+committing the offsets of its own partitions; the group's offsets are
+written after each commit so that Kafka tools show the lag.
+
 --dedup-key COL drops a valid record whose COL value the table's commits of
 the last --dedup-window (24h by default) already wrote, or an earlier record
 of the same run has: for producers that retry. The summary counts them in
@@ -64,6 +70,7 @@ records_deduplicated.`,
 			o := ingest.Options{Format: ingest.Format(format), MaxRecords: maxRecords, MinAge: minAge,
 				EpochUnit: ingest.EpochUnit(epochUnit), Quarantine: quarantine, OrderedNames: ordered,
 				OnGap: ingest.GapPolicy(onGap), RunID: a.runID, Logger: a.logger}
+			o.Group = group
 			o.DedupKey, o.DedupWindow = dedupKey, dedupWindow
 			if maxRecordBytes != "" {
 				n, err := humanize.ParseBytes(maxRecordBytes)
@@ -145,5 +152,6 @@ records_deduplicated.`,
 	cmd.Flags().StringVar(&dedupKey, "dedup-key", "", "drop records whose value of this column the table's commits of the --dedup-window, or earlier records of the run, already wrote")
 	cmd.Flags().DurationVar(&dedupWindow, "dedup-window", 0, "how far back, by commit time, --dedup-key looks (default 24h)")
 	cmd.Flags().StringVar(&onGap, "on-gap", "fail", "Kafka: when retention deleted records not yet read, fail, or skip them and record the gap")
+	cmd.Flags().StringVar(&group, "group", "", "Kafka: consumer group sharing the topic's partitions between instances (default \"sluice:\" + the table's location)")
 	return cmd
 }
