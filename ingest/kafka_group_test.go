@@ -11,8 +11,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -205,4 +207,105 @@ func TestKafkaGroupBrokerRestart(t *testing.T) {
 	if res := kafkaRun(t, tb, src, ingest.Options{}); res.RecordsIn != 0 {
 		t.Fatalf("a rerun after the end took records: %+v", res)
 	}
+}
+
+// A member joining while another is reading: the group moves half the
+// partitions (cooperatively: only those), the reading member commits what
+// it read of them before letting go, and the newcomer reads on from
+// there. Together they ingest every record once.
+func TestKafkaGroupRebalanceWhileReading(t *testing.T) {
+	const partitions, n, group = 4, 40000, "rebalance"
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, "events"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	// Small fetches, about one batch of each partition, so that the first
+	// member has read some of every partition, and not all of any, when
+	// the second joins.
+	c.ControlKey(int16(kmsg.Fetch), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		req := r.(*kmsg.FetchRequest)
+		req.MaxBytes = 64 << 10
+		for i := range req.Topics {
+			for j := range req.Topics[i].Partitions {
+				req.Topics[i].Partitions[j].PartitionMaxBytes = 8 << 10
+			}
+		}
+		return nil, nil, false
+	})
+	addrs := strings.Join(c.ListenAddrs(), ",")
+	src := "kafka://" + addrs + "/events"
+	loc := filepath.Join(t.TempDir(), "events")
+	tb := newTable(t, loc)
+	p := producer(t, addrs, "events", kgo.ProducerBatchMaxBytes(16<<10))
+	produce(t, p, partitions, kafkaEvents(0, n))
+
+	run := func(o ingest.Options) (ingest.Result, error) {
+		other, err := catalog.Open(context.Background(), loc, catalog.Options{})
+		if err != nil {
+			return ingest.Result{}, err
+		}
+		defer other.Close()
+		o.Group = group
+		return ingest.Run(context.Background(), other, src, o)
+	}
+	var wg sync.WaitGroup
+	var second ingest.Result
+	var secondErr error
+	joined := make(chan *kfake.FaultHandle, 1)
+	var once sync.Once
+	// Once the first member has read some records, hold every fetch and
+	// start the second member; fetches resume when the group has given
+	// each member its half.
+	first, firstErr := run(ingest.Options{Progress: func(done, _ int) {
+		if done == 0 {
+			return
+		}
+		once.Do(func() {
+			joined <- c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Fetch}, Err: kerr.NotLeaderForPartition, Count: -1})
+			wg.Go(func() { second, secondErr = run(ingest.Options{}) })
+			wg.Go(func() {
+				hold := <-joined
+				defer hold.Remove()
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				_, err := c.WaitGroupInfo(ctx, group, func(g *kfake.GroupInfo) bool {
+					return g != nil && g.State == "Stable" && len(g.Members) == 2 &&
+						g.Members[0].NumAssigned() == partitions/2 && g.Members[1].NumAssigned() == partitions/2
+				})
+				if err != nil {
+					t.Errorf("the group never gave each member half the partitions: %v", err)
+				}
+			})
+		})
+	}})
+	wg.Wait()
+	if err := errors.Join(firstErr, secondErr); err != nil {
+		t.Fatal(err)
+	}
+	reconcile(t, first)
+	reconcile(t, second)
+	if len(second.KafkaPartitions) != partitions/2 {
+		t.Errorf("the second member took partitions %v, want 2 of 4", second.KafkaPartitions)
+	}
+	// The first member committed what it had read of the partitions it
+	// handed over, so it committed offsets of all four.
+	if !slices.Equal(first.KafkaPartitions, []int32{0, 1, 2, 3}) {
+		t.Errorf("the first member committed partitions %v, want 0..3 (two of them before handing them over)", first.KafkaPartitions)
+	}
+	if first.RecordsIn+second.RecordsIn != n {
+		t.Errorf("the members read %d + %d records, want %d in all", first.RecordsIn, second.RecordsIn, n)
+	}
+	if got := listIDs(t, tb); !slices.Equal(got, seq(0, n)) {
+		t.Fatalf("table holds %d ids, want 0..%d once each", len(got), n-1)
+	}
+	m, err := tb.Latest(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Version < 4 {
+		t.Errorf("table at version %d, want 4: the first member's commit before handing over, its last, the second's", m.Version)
+	}
+	t.Logf("first member: %d records, partitions %v; second: %d records, partitions %v; table at version %d",
+		first.RecordsIn, first.KafkaPartitions, second.RecordsIn, second.KafkaPartitions, m.Version)
 }
