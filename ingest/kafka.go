@@ -40,10 +40,11 @@ const (
 )
 
 // kafkaIdleTimeout bounds how long a Kafka run waits for the next fetch
-// while partitions are still short of the end offsets listed at its start.
-// Those records exist, so a long silence means the cluster is unreachable
-// (or the tail of a partition is invisible to read_committed): the run
-// fails rather than hang, and commits nothing.
+// while partitions assigned to it are still short of the end offsets
+// listed when they were assigned. Those records exist, so a long silence
+// means the cluster is unreachable (or the tail of a partition is
+// invisible to read_committed): the run fails rather than hang, and
+// commits nothing more.
 var kafkaIdleTimeout = 30 * time.Second
 
 // kafkaSource is a parsed kafka://host:port[,host:port]/topic URL.
@@ -225,10 +226,17 @@ var kafkaReadGate func(partitions []int32) bool
 // partition never read), read fresh from t when the partition is
 // assigned, up to the last stable offset listed then, with read_committed
 // isolation: aborted transactions never appear and nothing that was on
-// the topic when the partition was assigned is left behind. When every
-// assigned partition is read (or MaxRecords records were), it commits and
-// leaves the group. Instances of one table share the topic's partitions
-// this way, evenly.
+// the topic when the partition was assigned is left behind. Instances of
+// one table share the topic's partitions this way, evenly.
+//
+// When every partition assigned to it is read, the run commits, and stays
+// in the group until the table's checkpoint shows every partition the
+// topic had at the start read up to the end offset listed then (by this
+// run or by others), but no longer than kafkaOthersWait: a member that
+// crashed holds its partitions until the group expires its session, and
+// then they come to this run, so nothing is left behind; a member that is
+// merely slower finishes its own. A run that read MaxRecords records
+// commits and leaves at once.
 //
 // Exactly once: the files holding the records and the partitions' next
 // offsets are committed in one manifest version. The commit merges this
@@ -777,7 +785,7 @@ func (kr *kafkaRun) consume(ctx context.Context, cl *kgo.Client, start time.Time
 			select {
 			case <-kr.wake:
 			case <-ctx.Done():
-			case <-time.After(200 * time.Millisecond):
+			case <-time.After(500 * time.Millisecond):
 			}
 			continue
 		}
