@@ -208,10 +208,14 @@ var (
 	// kafkaGroupCommitTimeout bounds committing the group offsets, which
 	// only feed lag monitoring.
 	kafkaGroupCommitTimeout = 10 * time.Second
-	// kafkaOthersWait is how long a run whose own partitions are read
-	// stays in the group while others are not: long enough for the group
-	// to expire a crashed member and give its partitions to this run.
-	kafkaOthersWait = kafkaSessionTimeout + 5*time.Second
+	// kafkaLiveAfter is how long the group must keep the same members,
+	// stable, for a run to trust that they are alive: a member that does
+	// not heartbeat is expired within kafkaSessionTimeout.
+	kafkaLiveAfter = kafkaSessionTimeout + 2*time.Second
+	// kafkaOthersWait bounds how long a run whose own partitions are read
+	// stays in the group while others' are not, for a group that never
+	// settles.
+	kafkaOthersWait = 2 * kafkaJoinTimeout
 )
 
 // kafkaReadGate, when set (by tests only, to sequence group members),
@@ -232,11 +236,14 @@ var kafkaReadGate func(partitions []int32) bool
 // When every partition assigned to it is read, the run commits, and stays
 // in the group until the table's checkpoint shows every partition the
 // topic had at the start read up to the end offset listed then (by this
-// run or by others), but no longer than kafkaOthersWait: a member that
-// crashed holds its partitions until the group expires its session, and
-// then they come to this run, so nothing is left behind; a member that is
-// merely slower finishes its own. A run that read MaxRecords records
-// commits and leaves at once.
+// run or by others), or until the members holding the partitions not
+// read yet have kept the group stable for longer than a session timeout,
+// which only live members do (kafkaLiveAfter; kafkaOthersWait bounds the
+// wait for a group that never settles). A member that crashed holds its
+// partitions until the group expires its session, and then they come to
+// this run, so nothing is left behind; a member that is merely slower
+// finishes its own. A run that read MaxRecords records commits and leaves
+// at once.
 //
 // Exactly once: the files holding the records and the partitions' next
 // offsets are committed in one manifest version. The commit merges this
@@ -298,7 +305,7 @@ func runKafka(ctx context.Context, t *catalog.Table, source string, o Options) (
 		}
 	}
 	qschema, _ := catalog.ParseSchema(QuarantineSchema)
-	kr := &kafkaRun{ctx: ctx, o: o, ks: ks, log: log, t: t, m: m, qt: qt, qm: qm,
+	kr := &kafkaRun{ctx: ctx, o: o, ks: ks, group: group, log: log, t: t, m: m, qt: qt, qm: qm,
 		qman:  &catalog.Manifest{Schema: qschema, Spec: quarantineSpec(qschema)},
 		cpKey: cpKey, qKey: "quarantined:" + canonicalLocation(t.Location()) + " " + cpKey,
 		target: target, dec: newDecoder(m.Schema, o), now: time.Now().UTC().Truncate(time.Microsecond),
@@ -307,7 +314,7 @@ func runKafka(ctx context.Context, t *catalog.Table, source string, o Options) (
 		tableParts: map[string]bool{}, covered: map[int32]bool{}}
 	kr.newSinks()
 
-	cl, err := kgo.NewClient(kgo.SeedBrokers(ks.brokers...),
+	opts := []kgo.Opt{kgo.SeedBrokers(ks.brokers...),
 		kgo.ConsumerGroup(group), kgo.ConsumeTopics(ks.topic),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
 		kgo.SessionTimeout(kafkaSessionTimeout),
@@ -323,7 +330,11 @@ func runKafka(ctx context.Context, t *catalog.Table, source string, o Options) (
 		kgo.AdjustFetchOffsetsFn(kr.adjust),
 		kgo.OnPartitionsRevoked(kr.revoked),
 		kgo.OnPartitionsLost(kr.lost),
-	)
+	}
+	if o.InstanceID != "" {
+		opts = append(opts, kgo.InstanceID(o.InstanceID))
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return res, fmt.Errorf("ingest %s: %w", ks, err)
 	}
@@ -487,6 +498,7 @@ type kafkaRun struct {
 	ctx         context.Context // the run's, for commits made in group callbacks
 	o           Options
 	ks          kafkaSource
+	group       string
 	log         *slog.Logger
 	t           *catalog.Table
 	m           *catalog.Manifest // t's schema, spec and properties
@@ -516,7 +528,7 @@ type kafkaRun struct {
 	full       bool // MaxRecords were read
 
 	// The topic's partitions when the run started: what the group as a
-	// whole is to read (see othersCaughtUp).
+	// whole is to read (see notCaughtUp).
 	topicStarts, topicEnds map[int32]int64
 
 	tableParts                               map[string]bool // table partitions committed to
@@ -735,6 +747,7 @@ func (kr *kafkaRun) consume(ctx context.Context, cl *kgo.Client, start time.Time
 	topic := kr.ks.topic
 	gateOpen := kafkaReadGate == nil
 	var doneAt time.Time // when this run's own partitions were all read
+	var live groupMembers
 	for {
 		st := kr.state(start)
 		if len(st.resume) > 0 {
@@ -766,11 +779,16 @@ func (kr *kafkaRun) consume(ctx context.Context, cl *kgo.Client, start time.Time
 			if doneAt.IsZero() {
 				doneAt = time.Now()
 			}
-			caught, err := kr.othersCaughtUp(ctx)
+			missing, err := kr.notCaughtUp(ctx)
 			if err != nil {
 				return err
 			}
-			if caught || time.Since(doneAt) >= kafkaOthersWait {
+			if len(missing) == 0 || kr.othersLive(ctx, cl, missing, &live) {
+				return nil
+			}
+			if time.Since(doneAt) >= kafkaOthersWait {
+				kr.log.LogAttrs(ctx, slog.LevelWarn, "leaving partitions not read to the group",
+					slog.Any("partitions", missing), slog.Duration("waited", time.Since(doneAt)))
 				return nil
 			}
 			// Commit what this run read meanwhile: the others may be
@@ -837,20 +855,21 @@ func (kr *kafkaRun) consume(ctx context.Context, cl *kgo.Client, start time.Time
 	}
 }
 
-// othersCaughtUp tells whether every partition the topic had when the run
-// started is read up to the end offset listed then: by this run, or by
-// others as t's checkpoint records.
-func (kr *kafkaRun) othersCaughtUp(ctx context.Context) (bool, error) {
+// notCaughtUp returns the partitions the topic had when the run started
+// that are not read up to the end offset listed then, by this run or by
+// others as t's checkpoint records; sorted.
+func (kr *kafkaRun) notCaughtUp(ctx context.Context) ([]int32, error) {
 	m, err := kr.t.Latest(ctx)
 	if err != nil {
-		return false, fmt.Errorf("read %s: %w", kr.t.Location(), err)
+		return nil, fmt.Errorf("read %s: %w", kr.t.Location(), err)
 	}
 	cp, err := parseKafkaCheckpoint(m.Checkpoints[kr.cpKey])
 	if err != nil {
-		return false, fmt.Errorf("%s: %s: %w", kr.t.Location(), kr.cpKey, err)
+		return nil, fmt.Errorf("%s: %s: %w", kr.t.Location(), kr.cpKey, err)
 	}
 	kr.mu.Lock()
 	defer kr.mu.Unlock()
+	var missing []int32
 	for p, end := range kr.topicEnds {
 		at, ok := cp.next(p)
 		if kp := kr.parts[p]; kp != nil && kp.next > at {
@@ -860,10 +879,63 @@ func (kr *kafkaRun) othersCaughtUp(ctx context.Context) (bool, error) {
 			at = kr.topicStarts[p] // never read: nothing below the log start
 		}
 		if at < end {
-			return false, nil
+			missing = append(missing, p)
 		}
 	}
-	return true, nil
+	slices.Sort(missing)
+	return missing, nil
+}
+
+// groupMembers is a group's membership as last described, and since when
+// it has been stable with those members.
+type groupMembers struct {
+	ids   string
+	since time.Time
+}
+
+// othersLive tells whether the partitions missing are held by other
+// members that are alive: the group has been stable, with the same
+// members, for longer than kafkaLiveAfter. seen carries the membership
+// between calls. Failing to describe the group counts as not knowing.
+func (kr *kafkaRun) othersLive(ctx context.Context, cl *kgo.Client, missing []int32, seen *groupMembers) bool {
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	groups, err := kadm.NewClient(cl).DescribeGroups(dctx, kr.group)
+	if err != nil {
+		return false
+	}
+	g, ok := groups[kr.group]
+	if !ok || g.Err != nil || g.State != "Stable" {
+		*seen = groupMembers{}
+		return false
+	}
+	me, _ := cl.GroupMetadata()
+	held := map[int32]bool{}
+	var ids []string
+	for _, m := range g.Members {
+		ids = append(ids, m.MemberID)
+		c, ok := m.Assigned.AsConsumer()
+		if !ok || m.MemberID == me {
+			continue
+		}
+		for _, t := range c.Topics {
+			if t.Topic == kr.ks.topic {
+				for _, p := range t.Partitions {
+					held[p] = true
+				}
+			}
+		}
+	}
+	slices.Sort(ids)
+	if key := strings.Join(ids, ","); key != seen.ids {
+		*seen = groupMembers{ids: key, since: time.Now()}
+	}
+	for _, p := range missing {
+		if !held[p] {
+			return false
+		}
+	}
+	return time.Since(seen.since) >= kafkaLiveAfter
 }
 
 // take adds the fetched records of the partitions still ours to the

@@ -69,6 +69,14 @@ type Options struct {
 	// Empty: "sluice:" + the table's location, so every instance writing
 	// the table shares by default.
 	Group string
+	// InstanceID makes this run a static member of Group: a run started
+	// again with the same ID after a crash takes back its partitions at
+	// once, instead of waiting for the group to expire the crashed member
+	// (Kafka's KIP-345). A static member does not leave the group when it
+	// ends, so other members wait for its session to expire before they
+	// get its partitions: give each instance its own ID (a pod name), and
+	// never two running at once the same one. Empty: a dynamic member.
+	InstanceID string
 	// OrderedNames declares that landing file names only ever increase
 	// (date- or time-prefixed names, as Firehose, Kafka Connect and Spark
 	// write them), which lets the checkpoint keep a high-water mark instead
