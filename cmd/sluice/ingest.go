@@ -22,7 +22,7 @@ func (a *app) ingestCommand() *cobra.Command {
 		dedupKey                                                           string
 		dedupWindow                                                        time.Duration
 	)
-	var group string
+	var group, instanceID string
 	cmd := &cobra.Command{
 		Use:   "ingest TABLE --from SOURCE [--format jsonl|csv|parquet] [--max-records N] [--quarantine TABLE2] [--min-age D] [--on-gap fail|skip]",
 		Short: "Ingest landing files or a Kafka topic into a table, exactly once",
@@ -70,7 +70,7 @@ records_deduplicated.`,
 			o := ingest.Options{Format: ingest.Format(format), MaxRecords: maxRecords, MinAge: minAge,
 				EpochUnit: ingest.EpochUnit(epochUnit), Quarantine: quarantine, OrderedNames: ordered,
 				OnGap: ingest.GapPolicy(onGap), RunID: a.runID, Logger: a.logger}
-			o.Group = group
+			o.Group, o.InstanceID = group, instanceID
 			o.DedupKey, o.DedupWindow = dedupKey, dedupWindow
 			if maxRecordBytes != "" {
 				n, err := humanize.ParseBytes(maxRecordBytes)
@@ -153,5 +153,6 @@ records_deduplicated.`,
 	cmd.Flags().DurationVar(&dedupWindow, "dedup-window", 0, "how far back, by commit time, --dedup-key looks (default 24h)")
 	cmd.Flags().StringVar(&onGap, "on-gap", "fail", "Kafka: when retention deleted records not yet read, fail, or skip them and record the gap")
 	cmd.Flags().StringVar(&group, "group", "", "Kafka: consumer group sharing the topic's partitions between instances (default \"sluice:\" + the table's location)")
+	cmd.Flags().StringVar(&instanceID, "instance-id", "", "Kafka: static group member ID; a restart with the same ID takes its partitions back at once (one running instance per ID)")
 	return cmd
 }

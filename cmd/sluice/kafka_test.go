@@ -18,7 +18,22 @@ import (
 // SIGKILL at random moments 20 times, then lets one run finish: the table
 // holds every record exactly once (rows and checksum equal those of a run
 // that was never killed), and the quarantine every bad record once.
+//
+// Each killed run that had joined the consumer group stays a member until
+// the group expires it, so the next runs wait for it and are killed
+// waiting: this checks that the final run gets every partition back.
 func TestIngestKafkaKilledRunsExactlyOnce(t *testing.T) {
+	killedKafkaRuns(t)
+}
+
+// The same with a static group member: a run started again with the same
+// --instance-id takes the killed run's partitions at once, so the killed
+// runs read and commit, and are killed at every point of a run.
+func TestIngestKafkaKilledStaticMemberExactlyOnce(t *testing.T) {
+	killedKafkaRuns(t, "--instance-id", "ingest-1")
+}
+
+func killedKafkaRuns(t *testing.T, extra ...string) {
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, "events"))
 	if err != nil {
 		t.Fatal(err)
@@ -59,10 +74,10 @@ func TestIngestKafkaKilledRunsExactlyOnce(t *testing.T) {
 	initEvents(t, loc)
 	rng := rand.New(rand.NewPCG(2, uint64(time.Now().UnixNano())))
 	for i := range 20 {
-		err := killedRun(t, rng, 120*time.Millisecond, "ingest", loc, "--from", src, "--max-records", fmt.Sprint(500+rng.IntN(3000)))
+		err := killedRun(t, rng, 120*time.Millisecond, append([]string{"ingest", loc, "--from", src, "--max-records", fmt.Sprint(500 + rng.IntN(3000))}, extra...)...)
 		t.Logf("run %d: %v; table at version %d", i, err, len(lines(mustSluice(t, "history", loc).stdout))-1)
 	}
-	mustSluice(t, "ingest", loc, "--from", src)
+	mustSluice(t, append([]string{"ingest", loc, "--from", src}, extra...)...)
 	got := tableRead(t, loc)
 	if got.Rows != want.Rows || got.Checksum != want.Checksum {
 		t.Fatalf("after kills: %d rows, checksum %s; want %d rows, checksum %s", got.Rows, got.Checksum, want.Rows, want.Checksum)
@@ -70,7 +85,7 @@ func TestIngestKafkaKilledRunsExactlyOnce(t *testing.T) {
 	if q := tableRead(t, loc+"_quarantine"); q.Rows != bad {
 		t.Fatalf("quarantine holds %d rows, want %d (one per bad record, never twice)", q.Rows, bad)
 	}
-	s = ingestSummary(t, mustSluice(t, "ingest", loc, "--from", src, "--json"))
+	s = ingestSummary(t, mustSluice(t, append([]string{"ingest", loc, "--from", src, "--json"}, extra...)...))
 	if s["records_in"] != 0.0 {
 		t.Fatalf("a final rerun took records: %v", s)
 	}
