@@ -322,6 +322,10 @@ func runKafka(ctx context.Context, t *catalog.Table, source string, o Options) (
 		// monitoring only, after the manifest commit.
 		kgo.DisableAutoCommit(),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		// Fetched batches wait in the client until polled, outside the
+		// sinks' budget: keep them to an eighth of it (franz-go's default
+		// is 50 MiB).
+		kgo.FetchMaxBytes(int32(min(50<<20, max(1<<20, o.MemoryBudget/8)))),
 		kgo.KeepControlRecords(),
 		// A range deleted after the run listed it must fail the run, not
 		// be skipped silently.
@@ -537,9 +541,12 @@ type kafkaRun struct {
 	toRead, consumed                         int64
 }
 
+// newSinks starts the run's sinks. A record read is never taken back, so
+// they hand rows to their writers in small batches rather than holding
+// the budget's worth.
 func (kr *kafkaRun) newSinks() {
-	kr.main = newSink(kr.t, kr.m, kr.o.MemoryBudget*3/4, kr.target)
-	kr.quar = newSink(kr.qt, kr.qman, kr.o.MemoryBudget/4, kr.target)
+	kr.main = newSink(kr.t, kr.m, kr.o.MemoryBudget*3/4, kr.target).streaming()
+	kr.quar = newSink(kr.qt, kr.qman, kr.o.MemoryBudget/4, kr.target).streaming()
 }
 
 // abort deletes the files written and not committed.

@@ -35,6 +35,12 @@ type sink struct {
 	router *catalog.Partitioner
 	budget int64 // for rows buffered here, half the sink's budget
 
+	// handoff, when set, hands rows to the writer once this many bytes
+	// are buffered, rather than at the end of a landing file or at the
+	// budget: for a source whose rows are never taken back (Kafka), so
+	// that memory holds a small batch rather than the whole budget.
+	handoff int64
+
 	parts    map[string]*buffered
 	buffered int64 // estimated bytes of rows held in parts
 	spilled  bool  // rows of the current landing file reached a writer
@@ -107,7 +113,22 @@ func (s *sink) add(ctx context.Context, row []any, rawBytes int) error {
 		s.spilled = true
 		return s.write(ctx)
 	}
+	if s.handoff > 0 && s.buffered > s.handoff {
+		return s.write(ctx)
+	}
 	return nil
+}
+
+// streamingHandoff is the batch a streaming source's sink hands to its
+// writer: large enough that a batch spreads over every open partition,
+// small beside a budget.
+const streamingHandoff = 16 << 20
+
+// streaming makes the sink hand rows to its writer in small batches, for
+// a source that never drops rows it has buffered (see handoff).
+func (s *sink) streaming() *sink {
+	s.handoff = min(streamingHandoff, s.budget)
+	return s
 }
 
 // rowBytes estimates the memory a row holds.
