@@ -42,9 +42,9 @@ Files younger than --min-age are left for the next run: a producer may
 still be writing them.
 
 A Kafka source, kafka://host:port[,host:port]/topic, is read per partition
-from the offsets TABLE records up to the end offsets listed when the run
-starts, with read_committed isolation; each record's value is one JSON
-object. The offsets are committed with the files. Records that retention
+from the offset TABLE records up to the end offset listed when the run is
+given the partition, with read_committed isolation; each record's value is
+one JSON object. The offsets are committed with the files. Records that retention
 deleted before they were read fail the run, or with --on-gap skip are
 recorded as a gap and skipped.
 
@@ -130,6 +130,11 @@ records_deduplicated.`,
 			out["records_deduplicated"] = res.RecordsDeduplicated
 			if kafka {
 				out["records_skipped"] = res.RecordsSkipped
+				kp := res.KafkaPartitions
+				if kp == nil {
+					kp = []int32{}
+				}
+				out["kafka_partitions"] = kp
 			}
 			if res.QuarantineVersion > 0 {
 				out["quarantine_version"] = res.QuarantineVersion

@@ -70,6 +70,9 @@ func killedKafkaRuns(t *testing.T, kills int, extra ...string) {
 	if s["records_in"] != float64(n) || s["rows_written"] != float64(n-bad) || s["records_quarantined"] != float64(bad) {
 		t.Fatalf("reference run: %v", s)
 	}
+	if got := fmt.Sprint(s["kafka_partitions"]); got != "[0 1 2 3]" {
+		t.Fatalf("reference run committed partitions %s, want [0 1 2 3] (the only member takes all 4)", got)
+	}
 	want := tableRead(t, ref)
 
 	loc := filepath.Join(dir, "events")
