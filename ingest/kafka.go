@@ -200,10 +200,18 @@ var (
 	// consumers; a killed batch run should not hold up the next one that
 	// long.
 	kafkaSessionTimeout = 10 * time.Second
+	// kafkaRebalanceTimeout is how long a rebalance waits for the members
+	// to rejoin. A live run rejoins within a heartbeat plus the commit it
+	// makes before giving partitions up, a few seconds; a crashed one
+	// never does, and kgo's 60s default held the next run up that long per
+	// rebalance. A member slower than this is dropped from the group: its
+	// partitions go to the others, and its commit of them fails the
+	// per-partition check rather than duplicating records.
+	kafkaRebalanceTimeout = 20 * time.Second
 	// kafkaJoinTimeout bounds how long a run waits for its first
 	// assignment: the group waits for every member to rejoin, a crashed
-	// one up to kafkaSessionTimeout, a slow one up to the rebalance
-	// timeout (kgo's default, 60s).
+	// one up to kafkaSessionTimeout, a slow one up to
+	// kafkaRebalanceTimeout.
 	kafkaJoinTimeout = 2 * time.Minute
 	// kafkaGroupCommitTimeout bounds committing the group offsets, which
 	// only feed lag monitoring.
@@ -318,6 +326,7 @@ func runKafka(ctx context.Context, t *catalog.Table, source string, o Options) (
 		kgo.ConsumerGroup(group), kgo.ConsumeTopics(ks.topic),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
 		kgo.SessionTimeout(kafkaSessionTimeout),
+		kgo.RebalanceTimeout(kafkaRebalanceTimeout),
 		// The manifest holds the offsets; the group's are written for
 		// monitoring only, after the manifest commit.
 		kgo.DisableAutoCommit(),
