@@ -30,6 +30,7 @@ func badRecord(format string, args ...any) error {
 type converter struct {
 	col  catalog.Column
 	unit EpochUnit
+	slab *strSlab // the decoder's, for the text fields kept
 }
 
 func badValue(c catalog.Column, why string, args ...any) error {
@@ -108,7 +109,12 @@ func (c *converter) fromJSON(v *fastjson.Value) (any, error) {
 		return nil, badValue(col, "want a string, got %s", jsonKind(v))
 	}
 	b, _ := v.StringBytes()
-	return c.fromText(string(b))
+	switch col.Type.Kind {
+	case catalog.KindTimestamp, catalog.KindDate:
+		// Parsed into a new value: the text need not be kept.
+		return c.fromText(view(b))
+	}
+	return c.fromText(c.slab.str(b))
 }
 
 func jsonKind(v *fastjson.Value) string {
@@ -164,6 +170,9 @@ func (c *converter) fromText(s string) (any, error) {
 	case catalog.KindTimestamp:
 		if isNumber(s) {
 			return c.epoch(s)
+		}
+		if ts, ok := parseUTCTimestamp(s); ok {
+			return ts, nil
 		}
 		ts, err := time.Parse(time.RFC3339Nano, s)
 		if err != nil {

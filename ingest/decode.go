@@ -38,8 +38,9 @@ type decoder struct {
 
 func newDecoder(schema catalog.Schema, o Options) *decoder {
 	d := &decoder{schema: schema, maxBytes: o.MaxRecordBytes}
+	slab := &strSlab{}
 	for _, c := range schema.Columns {
-		d.conv = append(d.conv, converter{col: c, unit: o.EpochUnit})
+		d.conv = append(d.conv, converter{col: c, unit: o.EpochUnit, slab: slab})
 	}
 	d.extras = newExtras(schema)
 	return d
