@@ -33,7 +33,8 @@ type decoder struct {
 	conv     []converter
 	maxBytes int
 	parser   fastjson.Parser
-	extras   // the _extra column, when the table has one
+	rows     []any // the rest of the chunk newRow cuts rows from
+	extras         // the _extra column, when the table has one
 }
 
 func newDecoder(schema catalog.Schema, o Options) *decoder {
@@ -45,6 +46,21 @@ func newDecoder(schema catalog.Schema, o Options) *decoder {
 	d.extras = newExtras(schema)
 	return d
 }
+
+// newRow returns a row for the next record, cut from a shared chunk of
+// rowChunk rows: one allocation per chunk rather than per record. A chunk
+// lives while any row in it does; rows are dropped once written.
+func (d *decoder) newRow() []any {
+	n := len(d.conv)
+	if len(d.rows) < n {
+		d.rows = make([]any, n*rowChunk)
+	}
+	r := d.rows[:n:n]
+	d.rows = d.rows[n:]
+	return r
+}
+
+const rowChunk = 1024
 
 // formatOf returns a file's format and compression ("", "gz" or "zst") by
 // its name; forced, when set, overrides the extension's format.
@@ -150,7 +166,7 @@ func (d *decoder) decodeJSONL(ctx context.Context, r io.Reader, emit emitFunc) e
 	br := bufio.NewReaderSize(r, 256<<10)
 	var line []byte
 	var lineNo int64
-	row := make([]any, len(d.conv))
+	row := d.newRow()
 	for {
 		line = line[:0]
 		total := 0
@@ -204,7 +220,7 @@ func (d *decoder) decodeJSONL(ctx context.Context, r io.Reader, emit emitFunc) e
 			if e := emit(lineNo, rec, row, nil); e != nil {
 				return e
 			}
-			row = make([]any, len(d.conv))
+			row = d.newRow()
 		}
 		if err == io.EOF {
 			return nil
@@ -334,7 +350,7 @@ func (d *decoder) decodeCSV(ctx context.Context, r io.Reader, emit emitFunc) err
 		}
 		var row []any
 		if bad == nil {
-			row = make([]any, len(d.conv))
+			row = d.newRow()
 			for i := range d.conv {
 				c := &d.conv[i]
 				s := ""

@@ -43,7 +43,10 @@ type sink struct {
 
 	parts    map[string]*buffered
 	buffered int64 // estimated bytes of rows held in parts
-	spilled  bool  // rows of the current landing file reached a writer
+	// hint is each partition's row count in the last batch, the capacity
+	// its next buffer starts with rather than growing from nothing.
+	hint    map[string]int
+	spilled bool // rows of the current landing file reached a writer
 
 	w       *sinkWriter
 	started bool // w's goroutine runs (or ran)
@@ -90,7 +93,7 @@ type partition struct {
 }
 
 func newSink(t *catalog.Table, m *catalog.Manifest, budget, target int64) *sink {
-	return &sink{router: catalog.NewPartitioner(m.Schema, m.Spec), budget: budget / 2, parts: map[string]*buffered{},
+	return &sink{router: catalog.NewPartitioner(m.Schema, m.Spec), budget: budget / 2, parts: map[string]*buffered{}, hint: map[string]int{},
 		w: &sinkWriter{t: t, schema: m.Schema, budget: budget / 2, target: target, parts: map[string]*partition{},
 			batches: make(chan batch), done: make(chan struct{})}}
 }
@@ -103,7 +106,7 @@ func (s *sink) add(ctx context.Context, row []any, rawBytes int) error {
 	}
 	b := s.parts[p]
 	if b == nil {
-		b = &buffered{vals: vals}
+		b = &buffered{vals: vals, rows: make([][]any, 0, s.hint[p])}
 		s.parts[p] = b
 	}
 	b.rows = append(b.rows, row)
@@ -158,6 +161,9 @@ func (s *sink) write(ctx context.Context) error {
 		return nil
 	}
 	b := batch{parts: s.parts}
+	for p, bp := range s.parts {
+		s.hint[p] = len(bp.rows)
+	}
 	s.parts, s.buffered = map[string]*buffered{}, 0
 	return s.send(ctx, b)
 }
