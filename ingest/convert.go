@@ -2,12 +2,14 @@ package ingest
 
 import (
 	"encoding/base64"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/google/uuid"
 	"github.com/valyala/fastjson"
@@ -266,25 +268,34 @@ func isNumber(s string) bool {
 // isCanonicalUUID reports whether s is a UUID in the form it is stored
 // in: 8-4-4-4-12 lowercase hex digits. Other forms uuid.Parse accepts
 // (upper case, braces, urn:uuid:) are parsed and rewritten.
+//
+// It runs on every uuid field ingested, so it checks eight bytes at a
+// time: the four hyphens are checked and turned into '0', and then five
+// overlapping 8-byte words must hold only 0-9 and a-f.
 func isCanonicalUUID(s string) bool {
 	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
 		return false
 	}
-	var bad byte
-	for _, r := range [...][2]int{{0, 8}, {9, 13}, {14, 18}, {19, 23}, {24, 36}} {
-		for _, c := range []byte(s[r[0]:r[1]]) {
-			bad |= lowerHex[c]
-		}
-	}
-	return bad == 0
+	b := unsafe.Slice(unsafe.StringData(s), 36)
+	const dash = uint64('-' ^ '0')
+	w0 := binary.LittleEndian.Uint64(b[0:])
+	w1 := binary.LittleEndian.Uint64(b[8:]) ^ (dash | dash<<40)      // hyphens at 8 and 13
+	w2 := binary.LittleEndian.Uint64(b[16:]) ^ (dash<<16 | dash<<56) // at 18 and 23
+	w3 := binary.LittleEndian.Uint64(b[24:])
+	w4 := binary.LittleEndian.Uint64(b[28:])
+	return lowerHex8(w0) && lowerHex8(w1) && lowerHex8(w2) && lowerHex8(w3) && lowerHex8(w4)
 }
 
-// lowerHex is 0 for the bytes 0-9 and a-f, 1 for every other.
-var lowerHex = func() (t [256]byte) {
-	for i := range t {
-		if !('0' <= i && i <= '9' || 'a' <= i && i <= 'f') {
-			t[i] = 1
-		}
+// lowerHex8 reports whether each byte of w is 0-9 or a-f.
+func lowerHex8(w uint64) bool {
+	const hi = 0x8080808080808080
+	const ones = 0x0101010101010101
+	if w&hi != 0 {
+		return false // a byte >= 0x80
 	}
-	return t
-}()
+	// With every byte below 0x80, adding 0x80-lo sets a byte's high bit
+	// iff it is >= lo, and adding 0x7f-hi iff it is > hi; no carry
+	// crosses into the next byte.
+	in := func(lo, hi8 uint64) uint64 { return (w + (0x80-lo)*ones) &^ (w + (0x7f-hi8)*ones) & hi }
+	return in('0', '9')|in('a', 'f') == hi
+}

@@ -1180,7 +1180,7 @@ func (d *decoder) decodeValue(raw []byte) (row []any, rec []byte, bad error) {
 	if err := d.checkRaw(rec, len(raw)); err != nil {
 		return nil, rec, err
 	}
-	row = make([]any, len(d.conv))
+	row = d.newRow()
 	if err := d.jsonRow(rec, row); err != nil {
 		return nil, rec, err
 	}
