@@ -23,27 +23,11 @@ cd "$(dirname "$0")/.."
 RECORDS=${1:-10000000}
 FILES=${2:-100}
 DATA=bench/.data
-IN=$DATA/jsonl-$RECORDS-$FILES
-HALF=$DATA/jsonl-$RECORDS-$FILES-half
 OUT_DUCK=$DATA/ingest-duckdb
 OUT_SLUICE=$DATA/ingest-sluice
 OUT_HALF=$DATA/ingest-sluice-half
 SCHEMA='event_id:uuid,list_id:int64,subscriber_id:uuid,tally:int32,event_time:timestamp'
-mkdir -p "$DATA"
-[ "$FILES" -ge 2 ] || { echo "FILES must be >= 2 (the half run takes half the files)" >&2; exit 2; }
-
-if [ ! -f "$IN/.done" ]; then
-  echo "generating $RECORDS records in $FILES files into $IN ..." >&2
-  rm -rf "$IN"
-  go run ./bench/genjsonl "$RECORDS" "$FILES" "$IN"
-  touch "$IN/.done"
-fi
-# The half run: the first FILES/2 files (hard links, same bytes).
-if [ ! -f "$HALF/.done" ]; then
-  rm -rf "$HALF"; mkdir -p "$HALF"
-  ls "$IN" | grep '\.jsonl$' | sort | head -n $((FILES / 2)) | while read -r f; do ln "$IN/$f" "$HALF/$f"; done
-  touch "$HALF/.done"
-fi
+. bench/jsonl-data.sh   # sets IN and HALF
 go build -o "$DATA/sluice" ./cmd/sluice
 
 rss() { awk -F': ' '/Maximum resident set size/ {print $2}' "$1"; }

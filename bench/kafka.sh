@@ -41,29 +41,12 @@ PARTITIONS=${PARTITIONS:-12}
 COMPRESSION=${COMPRESSION:-lz4}
 RUNS=${RUNS:-3}
 DATA=bench/.data
-IN=$DATA/jsonl-$RECORDS-$FILES
-HALF=$DATA/jsonl-$RECORDS-$FILES-half
 OUT_KAFKA=$DATA/kafka-table-kafka
 OUT_FILES=$DATA/kafka-table-files
 OUT_HALF=$DATA/kafka-table-half
 ADDRFILE=$DATA/kafka.addr
 SCHEMA='event_id:uuid,list_id:int64,subscriber_id:uuid,tally:int32,event_time:timestamp'
-mkdir -p "$DATA"
-[ "$FILES" -ge 2 ] || { echo "FILES must be >= 2 (the half run takes half the files)" >&2; exit 2; }
-
-if [ ! -f "$IN/.done" ]; then
-  echo "generating $RECORDS records in $FILES files into $IN ..." >&2
-  rm -rf "$IN"
-  go run ./bench/genjsonl "$RECORDS" "$FILES" "$IN"
-  touch "$IN/.done"
-fi
-# The half run: the first FILES/2 files (hard links, same bytes), as
-# bench/ingest.sh makes it.
-if [ ! -f "$HALF/.done" ]; then
-  rm -rf "$HALF"; mkdir -p "$HALF"
-  ls "$IN" | grep '\.jsonl$' | sort | head -n $((FILES / 2)) | while read -r f; do ln "$IN/$f" "$HALF/$f"; done
-  touch "$HALF/.done"
-fi
+. bench/jsonl-data.sh   # sets IN and HALF
 go build -o "$DATA/sluice" ./cmd/sluice
 go build -o "$DATA/kafkabench" ./bench/kafkabench
 

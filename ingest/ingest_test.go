@@ -24,24 +24,7 @@ const eventsSchema = "event_id:uuid,list_id:int64,tally:int32,event_time:timesta
 
 func newTable(t *testing.T, loc string) *catalog.Table {
 	t.Helper()
-	ctx := context.Background()
-	tb, err := catalog.Open(ctx, loc, catalog.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tb.Close() })
-	s, err := catalog.ParseSchema(eventsSchema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, err := catalog.ParsePartitionSpec("day(event_time)", s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tb.Create(ctx, s, spec, nil, "test"); err != nil {
-		t.Fatal(err)
-	}
-	return tb
+	return newTableWithSchema(t, loc, eventsSchema)
 }
 
 // put writes a landing file at loc/name.

@@ -1,0 +1,20 @@
+# jsonl-data.sh, sourced by bench/ingest.sh and bench/kafka.sh: the JSON
+# lines landing files both benchmarks read, generated once per size.
+# Needs RECORDS, FILES and DATA; sets IN (RECORDS records in FILES files
+# over 10 days, bench/genjsonl, deterministic) and HALF (the first FILES/2
+# of them, hard links, for peak RSS as the run doubles).
+IN=$DATA/jsonl-$RECORDS-$FILES
+HALF=$DATA/jsonl-$RECORDS-$FILES-half
+mkdir -p "$DATA"
+[ "$FILES" -ge 2 ] || { echo "FILES must be >= 2 (the half run takes half the files)" >&2; exit 2; }
+if [ ! -f "$IN/.done" ]; then
+  echo "generating $RECORDS records in $FILES files into $IN ..." >&2
+  rm -rf "$IN"
+  go run ./bench/genjsonl "$RECORDS" "$FILES" "$IN"
+  touch "$IN/.done"
+fi
+if [ ! -f "$HALF/.done" ]; then
+  rm -rf "$HALF"; mkdir -p "$HALF"
+  ls "$IN" | grep '\.jsonl$' | sort | head -n $((FILES / 2)) | while read -r f; do ln "$IN/$f" "$HALF/$f"; done
+  touch "$HALF/.done"
+fi
