@@ -11,6 +11,13 @@
 // per-record validation, the quarantine of bad records, and the micro-batch
 // buffer that bounds memory by a budget rather than by run size.
 //
+// A run is a two-stage pipeline: the caller's goroutine reads and decodes
+// records into per-partition buffers, and each sink's writer goroutine
+// encodes, compresses and uploads the batches handed to it, so the two
+// halves of the work use two cores. Landing files hand their rows over
+// when a file ends (a failed file's rows are dropped before any reach a
+// writer); a Kafka run, which never drops a record it read, every 16 MiB.
+//
 // Fields of a record that the table schema does not have are ignored,
 // unless the table has a string column named _extra (ExtraColumn): then
 // they are kept there as one compact JSON object, in the record's order —
