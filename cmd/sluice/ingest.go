@@ -44,9 +44,9 @@ still be writing them.
 A Kafka source, kafka://host:port[,host:port]/topic, is read per partition
 from the offset TABLE records up to the end offset listed when the run is
 given the partition, with read_committed isolation; each record's value is
-one JSON object. The offsets are committed with the files. Records that retention
-deleted before they were read fail the run, or with --on-gap skip are
-recorded as a gap and skipped.
+one JSON object. The offsets are committed with the files. Records that
+retention deleted before they were read fail the run, or with --on-gap
+skip are recorded as a gap and skipped.
 
 Instances ingesting one topic into one table share its partitions through
 a consumer group (--group, default "sluice:" + the table's location), each
