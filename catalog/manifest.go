@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -191,6 +192,23 @@ type Manifest struct {
 	Rows    int64   `json:"rows"`
 	Bytes   int64   `json:"bytes"`
 	Summary Summary `json:"summary"`
+}
+
+// PropTargetFileSize is the table property holding the size, in bytes (a
+// decimal integer), that jobs writing the table's data files aim for.
+const PropTargetFileSize = "target_file_size"
+
+// DefaultTargetFileSize is the target size of a table without the
+// property: 256 MiB, Delta's and Iceberg's default too.
+const DefaultTargetFileSize = 256 << 20
+
+// TargetFileSize is the table's target_file_size property, or
+// DefaultTargetFileSize when it is unset or not a positive number.
+func (m *Manifest) TargetFileSize() int64 {
+	if n, err := strconv.ParseInt(m.Properties[PropTargetFileSize], 10, 64); err == nil && n > 0 {
+		return n
+	}
+	return DefaultTargetFileSize
 }
 
 // Totals returns the table's live files, rows and bytes at this version.

@@ -37,9 +37,8 @@ import (
 //     shared among them: with bins of 6 targets or more that keeps them
 //     between 3/4 and 4/3 of the target (about 0.86 to 1.16 at 8 targets).
 const (
-	defaultTargetFileSize = 256 << 20
-	defaultMinInputFiles  = 5
-	defaultBinTargets     = 8
+	defaultMinInputFiles = 5
+	defaultBinTargets    = 8
 	// minBinTargets bounds MaxBinBytes from below: with bins of fewer
 	// targets, where a bin ends could make its outputs small enough to be
 	// candidates again (see above).
@@ -89,9 +88,9 @@ type PlanOptions struct {
 // Now left zero (the time of planning).
 func DefaultPlanOptions() PlanOptions {
 	return PlanOptions{
-		TargetFileSize: defaultTargetFileSize,
+		TargetFileSize: DefaultTargetFileSize,
 		MinInputFiles:  defaultMinInputFiles,
-		MaxBinBytes:    defaultBinTargets * defaultTargetFileSize,
+		MaxBinBytes:    defaultBinTargets * DefaultTargetFileSize,
 	}
 }
 
@@ -107,7 +106,7 @@ func (o PlanOptions) Validate() error {
 	case target > maxTargetFileSize:
 		bad("TargetFileSize %s: want at most 1TiB", planSize(target))
 	case target == 0:
-		target = defaultTargetFileSize
+		target = DefaultTargetFileSize
 	}
 	if o.MinInputFiles < 0 {
 		bad("MinInputFiles %d: want > 0, or 0 for 5", o.MinInputFiles)
@@ -157,7 +156,7 @@ func isHiveFolder(p string) bool {
 // withDefaults resolves zero fields.
 func (o PlanOptions) withDefaults() PlanOptions {
 	if o.TargetFileSize == 0 {
-		o.TargetFileSize = defaultTargetFileSize
+		o.TargetFileSize = DefaultTargetFileSize
 	}
 	if o.MinInputFiles == 0 {
 		o.MinInputFiles = defaultMinInputFiles

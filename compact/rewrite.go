@@ -59,7 +59,7 @@ type RewriteOptions struct {
 
 // Defaults of RewriteOptions.
 const (
-	DefaultTargetFileSize  = 256 << 20
+	DefaultTargetFileSize  = catalog.DefaultTargetFileSize
 	DefaultRowGroupBytes   = 128 << 20
 	DefaultMemoryBudget    = 256 << 20
 	DefaultReadConcurrency = 8

@@ -178,15 +178,7 @@ func Run(ctx context.Context, t *catalog.Table, source string, o Options) (Resul
 		return res, nil
 	}
 
-	target := o.TargetFileSize
-	if target == 0 {
-		target = DefaultTargetFileSize
-		if n, err := strconv.ParseInt(m.Properties["target_file_size"], 10, 64); err == nil && n > 0 {
-			target = n
-		}
-	}
-	qschema, _ := catalog.ParseSchema(QuarantineSchema)
-	qman := &catalog.Manifest{Schema: qschema, Spec: quarantineSpec(qschema)}
+	target := o.targetFileSize(m)
 
 	// Read, starting over without a file that failed after its rows
 	// reached a writer (see errRestart).
@@ -195,7 +187,7 @@ func Run(ctx context.Context, t *catalog.Table, source string, o Options) (Resul
 	for {
 		rd = &reading{o: o, src: src, srcURL: loc.String(), qcp: qcp, now: time.Now().UTC().Truncate(time.Microsecond),
 			main: newSink(t, m, o.MemoryBudget*3/4, target),
-			quar: newSink(qt, qman, o.MemoryBudget/4, target),
+			quar: newSink(qt, quarantineShape, o.MemoryBudget/4, target),
 			dec:  newDecoder(m.Schema, o), dedup: dd.forFiles()}
 		err = rd.readAll(ctx, todo, excluded)
 		if !errors.Is(err, errRestart) {
@@ -290,8 +282,7 @@ func checkpointChange(ch *catalog.Change, key string, base, next json.RawMessage
 func commitRun(ctx context.Context, res *Result, c runCommit) error {
 	if len(c.qFiles) > 0 {
 		if c.qm == nil {
-			qschema, _ := catalog.ParseSchema(QuarantineSchema)
-			if _, err := createQuarantine(ctx, c.qt, qschema, c.runID); err != nil {
+			if _, err := createQuarantine(ctx, c.qt, c.runID); err != nil {
 				return err
 			}
 		}
@@ -329,14 +320,20 @@ func hidden(key string) bool {
 	return false
 }
 
-func quarantineSpec(s catalog.Schema) catalog.PartitionSpec {
-	spec, _ := catalog.ParsePartitionSpec("day(ingested_at)", s)
-	return spec
-}
+// quarantineShape holds the schema and partition spec of every quarantine
+// table (QuarantineSchema, partitioned by day(ingested_at)), parsed once.
+var quarantineShape = func() *catalog.Manifest {
+	s, err := catalog.ParseSchema(QuarantineSchema)
+	if err != nil {
+		panic(err)
+	}
+	spec, err := catalog.ParsePartitionSpec("day(ingested_at)", s)
+	if err != nil {
+		panic(err)
+	}
+	return &catalog.Manifest{Schema: s, Spec: spec}
+}()
 
-// openQuarantine returns the quarantine table's latest manifest, nil if
-// the table does not exist yet. An existing table must have the
-// quarantine schema.
 // quarantineOf opens the quarantine table of t (o.Quarantine, else t's
 // location + "_quarantine") and its latest version, nil if it does not
 // exist yet. The caller closes the table.
@@ -357,6 +354,9 @@ func quarantineOf(ctx context.Context, t *catalog.Table, o Options) (*catalog.Ta
 	return qt, qm, nil
 }
 
+// openQuarantine returns the quarantine table's latest manifest, nil if
+// the table does not exist yet. An existing table must have the
+// quarantine schema.
 func openQuarantine(ctx context.Context, qt *catalog.Table) (*catalog.Manifest, error) {
 	qm, err := qt.Latest(ctx)
 	if errors.Is(err, catalog.ErrTableNotFound) {
@@ -373,8 +373,8 @@ func openQuarantine(ctx context.Context, qt *catalog.Table) (*catalog.Manifest, 
 
 // createQuarantine creates the quarantine table on first use; a concurrent
 // run creating it too is fine.
-func createQuarantine(ctx context.Context, qt *catalog.Table, s catalog.Schema, runID string) (*catalog.Manifest, error) {
-	qm, err := qt.Create(ctx, s, quarantineSpec(s), nil, runID)
+func createQuarantine(ctx context.Context, qt *catalog.Table, runID string) (*catalog.Manifest, error) {
+	qm, err := qt.Create(ctx, quarantineShape.Schema, quarantineShape.Spec, nil, runID)
 	if errors.Is(err, catalog.ErrTableExists) {
 		return openQuarantine(ctx, qt)
 	}

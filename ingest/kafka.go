@@ -305,16 +305,9 @@ func runKafka(ctx context.Context, t *catalog.Table, source string, o Options) (
 		return res, err
 	}
 	defer qt.Close()
-	target := o.TargetFileSize
-	if target == 0 {
-		target = DefaultTargetFileSize
-		if n, err := strconv.ParseInt(m.Properties["target_file_size"], 10, 64); err == nil && n > 0 {
-			target = n
-		}
-	}
-	qschema, _ := catalog.ParseSchema(QuarantineSchema)
+	target := o.targetFileSize(m)
 	kr := &kafkaRun{ctx: ctx, o: o, ks: ks, group: group, log: log, t: t, m: m, qt: qt, qm: qm,
-		qman:  &catalog.Manifest{Schema: qschema, Spec: quarantineSpec(qschema)},
+		qman:  quarantineShape,
 		cpKey: cpKey, qKey: "quarantined:" + canonicalLocation(t.Location()) + " " + cpKey,
 		target: target, dec: newDecoder(m.Schema, o), now: time.Now().UTC().Truncate(time.Microsecond),
 		wake: make(chan struct{}, 1), res: &res, progressAt: start,

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+
+	"github.com/sluice-data/sluice/catalog"
 )
 
 // Format names a landing file's encoding.
@@ -113,7 +115,7 @@ type Options struct {
 const (
 	DefaultMaxRecordBytes = 1 << 20
 	DefaultMemoryBudget   = 256 << 20
-	DefaultTargetFileSize = 256 << 20
+	DefaultTargetFileSize = catalog.DefaultTargetFileSize
 	DefaultDedupWindow    = 24 * time.Hour
 )
 
@@ -186,4 +188,13 @@ func (o Options) withDefaults() Options {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return o
+}
+
+// targetFileSize is the file size the run aims for: TargetFileSize, else
+// the table's own target.
+func (o Options) targetFileSize(m *catalog.Manifest) int64 {
+	if o.TargetFileSize > 0 {
+		return o.TargetFileSize
+	}
+	return m.TargetFileSize()
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/dustin/go-humanize"
@@ -57,8 +56,8 @@ others go on; the exit code is then 1.`,
 				if target, err = humanize.ParseBytes(targetSize); err != nil || target == 0 {
 					return usageError{cmd: "compact", err: fmt.Errorf("--target-file-size %q: want a size such as 256MiB", targetSize)}
 				}
-			case m.Properties["target_file_size"] != "":
-				target, _ = strconv.ParseUint(m.Properties["target_file_size"], 10, 64)
+			default:
+				target = uint64(m.TargetFileSize())
 			}
 			var budget uint64
 			if memory != "" {

@@ -51,7 +51,7 @@ of a date or timestamp column.`,
 				if err != nil || n == 0 {
 					return usageError{cmd: "init", err: fmt.Errorf("--target-file-size %q: want a size such as 256MiB", targetSize)}
 				}
-				props["target_file_size"] = strconv.FormatUint(n, 10)
+				props[catalog.PropTargetFileSize] = strconv.FormatUint(n, 10)
 			}
 			t, err := a.openTable(cmd, args[0])
 			if err != nil {
