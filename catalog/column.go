@@ -19,7 +19,7 @@ import (
 // with nil for every row, as a nullable column added later reads; a file
 // whose column does not read as col's type fails with
 // ErrIncompatibleSchema. An error from fn stops the scan and is returned
-// as is. The context is checked between pages.
+// as is. The context is checked every 1,024 values.
 func ScanParquetColumn(ctx context.Context, st cloud.Store, key string, size int64, col Column, fn func(v any) error) error {
 	f, r, err := openParquet(ctx, st, key, size)
 	if err != nil {
@@ -51,50 +51,32 @@ func ScanParquetColumn(ctx context.Context, st cloud.Store, key string, size int
 	vals := make([]parquet.Value, 1024)
 	err = noPanic(func() error {
 		for g, rg := range f.RowGroups() {
-			pages := rg.ColumnChunks()[fc.index].Pages()
-			for {
-				if err := ctx.Err(); err != nil {
-					pages.Close()
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			n := 0
+			if err := scanChunk(rg.ColumnChunks()[fc.index], vals, func(v parquet.Value) error {
+				if n++; n%len(vals) == 0 {
+					if err := ctx.Err(); err != nil {
+						return err
+					}
+				}
+				var x any
+				if !v.IsNull() {
+					x = decode(v)
+					if widen != nil {
+						x = widen(x)
+					}
+				}
+				if err := fn(x); err != nil {
+					fnErr = err
 					return err
 				}
-				p, perr := pages.ReadPage()
-				if errors.Is(perr, io.EOF) {
-					break
+				return nil
+			}); err != nil {
+				if fnErr != nil {
+					return err
 				}
-				if perr != nil {
-					pages.Close()
-					return fmt.Errorf("row group %d: column %q: %w", g, col.Name, perr)
-				}
-				vr := p.Values()
-				for {
-					n, rerr := vr.ReadValues(vals)
-					for _, v := range vals[:n] {
-						var x any
-						if !v.IsNull() {
-							x = decode(v)
-							if widen != nil {
-								x = widen(x)
-							}
-						}
-						if err := fn(x); err != nil {
-							fnErr = err
-							parquet.Release(p)
-							pages.Close()
-							return err
-						}
-					}
-					if errors.Is(rerr, io.EOF) {
-						break
-					}
-					if rerr != nil {
-						parquet.Release(p)
-						pages.Close()
-						return fmt.Errorf("row group %d: column %q: %w", g, col.Name, rerr)
-					}
-				}
-				parquet.Release(p)
-			}
-			if err := pages.Close(); err != nil {
 				return fmt.Errorf("row group %d: column %q: %w", g, col.Name, err)
 			}
 		}
@@ -109,5 +91,26 @@ func ScanParquetColumn(ctx context.Context, st cloud.Store, key string, size int
 		return fmt.Errorf("%s: %w", key, err)
 	default:
 		return readError(key, r, err)
+	}
+}
+
+// scanChunk calls fn with every value of a column chunk, in order, read
+// into vals a batch at a time.
+func scanChunk(c parquet.ColumnChunk, vals []parquet.Value, fn func(parquet.Value) error) error {
+	r := parquet.NewColumnChunkValueReader(c)
+	defer r.Close()
+	for {
+		n, err := r.ReadValues(vals)
+		for _, v := range vals[:n] {
+			if ferr := fn(v); ferr != nil {
+				return ferr
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
 	}
 }
