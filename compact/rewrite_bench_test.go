@@ -6,17 +6,13 @@ import (
 	"testing"
 
 	"github.com/sluice-data/sluice/catalog"
-	"github.com/sluice-data/sluice/cloud"
 )
 
 // BenchmarkRewrite rewrites 100 small files of 2,000 event rows each into
 // one file; bench/compact.sh compares the same engine with DuckDB at scale.
 func BenchmarkRewrite(b *testing.B) {
 	ctx := context.Background()
-	st, err := cloud.Open(ctx, b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
+	st := tempStore(b)
 	schema := parseSchema(b, eventSchema)
 	var inputs []catalog.DataFile
 	var rows int64
@@ -24,10 +20,7 @@ func BenchmarkRewrite(b *testing.B) {
 		inputs = append(inputs, writeFile(b, st, fmt.Sprintf("in/%03d.parquet", i), "", schema, eventRows(i*2000, 2000)))
 		rows += 2000
 	}
-	out, err := cloud.Open(ctx, b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
+	out := tempStore(b)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {

@@ -75,6 +75,27 @@ func readRows(t testing.TB, st cloud.Store, schema catalog.Schema, files []catal
 }
 
 // listKeys lists every object of st.
+// tempStore is a local store in a fresh temporary folder.
+func tempStore(t testing.TB) cloud.Store {
+	t.Helper()
+	st, err := cloud.Open(context.Background(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// eventInputs writes n input files in/0.parquet... of 100 event rows each,
+// ids counting on from file to file.
+func eventInputs(t testing.TB, st cloud.Store, schema catalog.Schema, n int) []catalog.DataFile {
+	t.Helper()
+	var inputs []catalog.DataFile
+	for i := range n {
+		inputs = append(inputs, writeFile(t, st, fmt.Sprintf("in/%d.parquet", i), "", schema, eventRows(i*100, 100)))
+	}
+	return inputs
+}
+
 func listKeys(t testing.TB, st cloud.Store) []string {
 	t.Helper()
 	var keys []string
@@ -116,10 +137,7 @@ func eventRows(base, n int) [][]any {
 // the table's column order and types, and the verification passes.
 func TestRewriteManySmallFiles(t *testing.T) {
 	ctx := context.Background()
-	st, err := cloud.Open(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := tempStore(t)
 	schema := parseSchema(t, eventSchema)
 	var inputs []catalog.DataFile
 	for i := range 60 {
@@ -160,10 +178,7 @@ func TestRewriteManySmallFiles(t *testing.T) {
 // several files, none far above it.
 func TestRewriteRespectsTargetFileSize(t *testing.T) {
 	ctx := context.Background()
-	st, err := cloud.Open(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := tempStore(t)
 	schema := parseSchema(t, "id:int64,payload:string")
 	rnd := rand.New(rand.NewPCG(1, 2))
 	var inputs []catalog.DataFile
@@ -200,10 +215,7 @@ func TestRewriteRespectsTargetFileSize(t *testing.T) {
 // widening, int32 → decimal.
 func TestRewriteConvertsCompatibleSchemas(t *testing.T) {
 	ctx := context.Background()
-	st, err := cloud.Open(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := tempStore(t)
 	table := parseSchema(t, "id:int64,v:float64,d:decimal(20,4)?,w:decimal(12,1),note:string?")
 	old := parseSchema(t, "w:int32,id:int32,v:int32,d:decimal(10,2)?")
 	oldRows := [][]any{{int32(7), int32(1), int32(-3), "12.34"}, {int32(-8), int32(2), int32(4), nil}, {int32(0), int32(3), int32(5), "-0.01"}}
@@ -304,10 +316,7 @@ func TestRewriteSparkFixtures(t *testing.T) {
 				"short_decimal:decimal(11,1)?,int_decimal:decimal(11,1)?,long_decimal:decimal(21,1)?,date_timestamp_ntz:timestamp?"},
 	} {
 		t.Run(strings.TrimSuffix(tc.name, "/"), func(t *testing.T) {
-			out, err := cloud.Open(ctx, t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
+			out := tempStore(t)
 			schema := parseSchema(t, tc.schema)
 			inputs := files(tc.name)
 			res, err := Rewrite(ctx, storeOpener(src), out, schema, "", inputs, RewriteOptions{})
@@ -358,11 +367,7 @@ func fileSum(t *testing.T, st cloud.Store, schema catalog.Schema, f catalog.Data
 // The checksum ignores row order and file boundaries, and catches one
 // changed value, a swapped pair of values and a duplicated row.
 func TestChecksum(t *testing.T) {
-	ctx := context.Background()
-	st, err := cloud.Open(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := tempStore(t)
 	schema := parseSchema(t, "a:int64,b:int64,s:string?")
 	rows := make([][]any, 200)
 	for i := range rows {
@@ -401,15 +406,9 @@ func TestChecksum(t *testing.T) {
 // outputs are deleted.
 func TestRewriteVerifyCatchesCorruption(t *testing.T) {
 	ctx := context.Background()
-	st, err := cloud.Open(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := tempStore(t)
 	schema := parseSchema(t, eventSchema)
-	var inputs []catalog.DataFile
-	for i := range 4 {
-		inputs = append(inputs, writeFile(t, st, fmt.Sprintf("in/%d.parquet", i), "", schema, eventRows(i*100, 100)))
-	}
+	inputs := eventInputs(t, st, schema, 4)
 	before := listKeys(t, st)
 	testHookCorrupt = func(v *parquet.Value) {
 		if v.Kind() == parquet.Int64 && v.Column() == 0 && v.Int64() == 150 {
@@ -417,7 +416,7 @@ func TestRewriteVerifyCatchesCorruption(t *testing.T) {
 		}
 	}
 	defer func() { testHookCorrupt = nil }()
-	_, err = Rewrite(ctx, storeOpener(st), st, schema, "", inputs, RewriteOptions{})
+	_, err := Rewrite(ctx, storeOpener(st), st, schema, "", inputs, RewriteOptions{})
 	if !errors.Is(err, ErrVerify) {
 		t.Fatalf("err = %v, want ErrVerify", err)
 	}
@@ -428,15 +427,9 @@ func TestRewriteVerifyCatchesCorruption(t *testing.T) {
 
 // A cancelled context stops the rewrite and leaves nothing behind.
 func TestRewriteCancelled(t *testing.T) {
-	st, err := cloud.Open(context.Background(), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := tempStore(t)
 	schema := parseSchema(t, eventSchema)
-	var inputs []catalog.DataFile
-	for i := range 10 {
-		inputs = append(inputs, writeFile(t, st, fmt.Sprintf("in/%d.parquet", i), "", schema, eventRows(i*100, 100)))
-	}
+	inputs := eventInputs(t, st, schema, 10)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := Rewrite(ctx, storeOpener(st), st, schema, "", inputs, RewriteOptions{}); !errors.Is(err, context.Canceled) {
@@ -465,10 +458,7 @@ func TestRewriteOptionsValidate(t *testing.T) {
 // its checksum must be the one of every value read as a parquet.Value.
 func TestPageChecksumMatchesValues(t *testing.T) {
 	ctx := context.Background()
-	st, err := cloud.Open(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := tempStore(t)
 	schema := parseSchema(t, eventSchema+",wide:decimal(30,4)?,kind:string?,u:uuid?")
 	rows := eventRows(0, 5000)
 	for i := range rows {
