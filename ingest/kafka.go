@@ -307,7 +307,6 @@ func runKafka(ctx context.Context, t *catalog.Table, source string, o Options) (
 	defer qt.Close()
 	target := o.targetFileSize(m)
 	kr := &kafkaRun{ctx: ctx, o: o, ks: ks, group: group, log: log, t: t, m: m, qt: qt, qm: qm,
-		qman:  quarantineShape,
 		cpKey: cpKey, qKey: "quarantined:" + canonicalLocation(t.Location()) + " " + cpKey,
 		target: target, dec: newDecoder(m.Schema, o), now: time.Now().UTC().Truncate(time.Microsecond),
 		wake: make(chan struct{}, 1), res: &res, progressAt: start,
@@ -509,7 +508,6 @@ type kafkaRun struct {
 	t           *catalog.Table
 	m           *catalog.Manifest // t's schema, spec and properties
 	qt          *catalog.Table
-	qman        *catalog.Manifest // the quarantine's schema and spec
 	cpKey, qKey string
 	target      int64
 	dec         *decoder
@@ -548,7 +546,7 @@ type kafkaRun struct {
 // the budget's worth.
 func (kr *kafkaRun) newSinks() {
 	kr.main = newSink(kr.t, kr.m, kr.o.MemoryBudget*3/4, kr.target).streaming()
-	kr.quar = newSink(kr.qt, kr.qman, kr.o.MemoryBudget/4, kr.target).streaming()
+	kr.quar = newSink(kr.qt, quarantineShape, kr.o.MemoryBudget/4, kr.target).streaming()
 }
 
 // abort deletes the files written and not committed.
@@ -1096,7 +1094,7 @@ func (kr *kafkaRun) commitLocked(ctx context.Context) (map[int32]int64, error) {
 	if cr.QuarantineVersion > 0 {
 		kr.res.QuarantineVersion = cr.QuarantineVersion
 		if kr.qm == nil {
-			kr.qm = kr.qman // exists now
+			kr.qm = quarantineShape // exists now (commitRun asks only that)
 		}
 	}
 	kr.res.Version = cr.Version
