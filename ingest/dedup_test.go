@@ -32,11 +32,7 @@ func TestIngestDedupKey(t *testing.T) {
 		tb := newTable(t, filepath.Join(t.TempDir(), "events"))
 		put(t, land, "a.jsonl", events(0, 10, "2024-01-31"))
 		put(t, land, "b.jsonl", dupLines(5, 10, "2024-02-01")) // 5..14, each twice
-		res, err := ingest.Run(ctx, tb, land, dedup)
-		if err != nil {
-			t.Fatal(err)
-		}
-		reconcile(t, res)
+		res := runOK(t, tb, land, dedup)
 		if res.RecordsIn != 30 || res.RowsWritten != 15 || res.RecordsDeduplicated != 15 {
 			t.Fatalf("%+v", res)
 		}
@@ -90,11 +86,7 @@ func TestIngestDedupKey(t *testing.T) {
 			t.Fatal(err)
 		}
 		put(t, land, "b.jsonl", events(5, 10, "2024-01-31")) // 5..9 again
-		res, err := ingest.Run(ctx, tb, land, dedup)
-		if err != nil {
-			t.Fatal(err)
-		}
-		reconcile(t, res)
+		res := runOK(t, tb, land, dedup)
 		if res.RecordsIn != 10 || res.RowsWritten != 5 || res.RecordsDeduplicated != 5 {
 			t.Fatalf("%+v", res)
 		}
@@ -114,21 +106,13 @@ func TestIngestDedupKey(t *testing.T) {
 		// outside its 24h window.
 		defer ingest.SetDedupClock(func() time.Time { return time.Now().Add(48 * time.Hour) })()
 		put(t, land, "b.jsonl", events(5, 10, "2024-01-31"))
-		res, err := ingest.Run(ctx, tb, land, dedup)
-		if err != nil {
-			t.Fatal(err)
-		}
-		reconcile(t, res)
+		res := runOK(t, tb, land, dedup)
 		if res.RowsWritten != 10 || res.RecordsDeduplicated != 0 {
 			t.Fatalf("%+v", res)
 		}
 		// With a window of three days it is.
 		put(t, land, "c.jsonl", events(0, 3, "2024-01-31"))
-		res, err = ingest.Run(ctx, tb, land, ingest.Options{DedupKey: "event_id", DedupWindow: 72 * time.Hour})
-		if err != nil {
-			t.Fatal(err)
-		}
-		reconcile(t, res)
+		res = runOK(t, tb, land, ingest.Options{DedupKey: "event_id", DedupWindow: 72 * time.Hour})
 		if res.RowsWritten != 0 || res.RecordsDeduplicated != 3 {
 			t.Fatalf("%+v", res)
 		}
@@ -145,11 +129,7 @@ func TestIngestDedupKey(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The checkpoint was rolled back too: the rerun takes a.jsonl again.
-		res, err := ingest.Run(ctx, tb, land, dedup)
-		if err != nil {
-			t.Fatal(err)
-		}
-		reconcile(t, res)
+		res := runOK(t, tb, land, dedup)
 		if res.RowsWritten != 10 || res.RecordsDeduplicated != 0 {
 			t.Fatalf("%+v", res)
 		}
@@ -171,26 +151,17 @@ func TestIngestDedupKey(t *testing.T) {
 }
 
 func TestIngestDedupKeyOnKafka(t *testing.T) {
-	ctx := context.Background()
 	addrs := kafkaCluster(t, 2, "events")
 	cl := producer(t, addrs, "events")
 	tb := newTable(t, filepath.Join(t.TempDir(), "events"))
 	src := "kafka://" + addrs + "/events"
 	produce(t, cl, 2, append(kafkaEvents(0, 10), kafkaEvents(5, 10)...)) // 5..9 twice
-	res, err := ingest.Run(ctx, tb, src, ingest.Options{DedupKey: "event_id"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reconcile(t, res)
+	res := runOK(t, tb, src, ingest.Options{DedupKey: "event_id"})
 	if res.RecordsIn != 20 || res.RowsWritten != 15 || res.RecordsDeduplicated != 5 {
 		t.Fatalf("first run: %+v", res)
 	}
 	produce(t, cl, 2, kafkaEvents(12, 5)) // 12..14 again
-	res, err = ingest.Run(ctx, tb, src, ingest.Options{DedupKey: "event_id"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reconcile(t, res)
+	res = runOK(t, tb, src, ingest.Options{DedupKey: "event_id"})
 	if res.RecordsIn != 5 || res.RowsWritten != 2 || res.RecordsDeduplicated != 3 {
 		t.Fatalf("second run: %+v", res)
 	}

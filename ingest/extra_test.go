@@ -101,11 +101,7 @@ func TestIngestExtraFieldsAreKeptInTheExtraColumnWhenTheTableHasOne(t *testing.T
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			tb := newTableWithSchema(t, filepath.Join(t.TempDir(), "events"), c.schema)
-			res, err := ingest.Run(ctx, tb, land, ingest.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			reconcile(t, res)
+			res := runOK(t, tb, land, ingest.Options{})
 			if res.RecordsIn != 6 || res.RowsWritten != 5 || res.RecordsQuarantined != 1 {
 				t.Fatalf("%+v", res)
 			}
@@ -147,11 +143,7 @@ func TestIngestExtraColumnsOfParquetLandingFiles(t *testing.T) {
 	}
 
 	tb := newTableWithSchema(t, filepath.Join(t.TempDir(), "events"), eventsSchema+",_extra:string?")
-	res, err := ingest.Run(ctx, tb, land, ingest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reconcile(t, res)
+	runOK(t, tb, land, ingest.Options{})
 	got := extraByListID(t, tb)
 	want := map[int64]string{1: `{"device":"ios","score":0.5,"seen":"2024-01-30","_extra":"{\"k\":1}"}`, 2: "NULL"}
 	if len(got) != 2 || got[1] != want[1] || got[2] != want[2] {

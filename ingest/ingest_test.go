@@ -90,6 +90,18 @@ func seq(from, n int) []int64 {
 	return out
 }
 
+// runOK runs an ingest that must succeed, and checks that its counts
+// reconcile.
+func runOK(t *testing.T, tb *catalog.Table, src string, o ingest.Options) ingest.Result {
+	t.Helper()
+	res, err := ingest.Run(context.Background(), tb, src, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reconcile(t, res)
+	return res
+}
+
 func reconcile(t *testing.T, r ingest.Result) {
 	t.Helper()
 	if r.RecordsIn != r.RowsWritten+r.RecordsQuarantined+r.RecordsDeduplicated {
@@ -275,11 +287,7 @@ func TestIngestCompressedAndCSVAndParquetLandingFiles(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := ingest.Run(ctx, tb, land, ingest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reconcile(t, res)
+	res := runOK(t, tb, land, ingest.Options{})
 	if res.FilesIn != 4 || res.RowsWritten != 12 || res.RecordsQuarantined != 1 {
 		t.Fatalf("%+v", res)
 	}

@@ -198,13 +198,13 @@ func TestKafkaGroupBrokerRestart(t *testing.T) {
 			t.Fatalf("a run through a restart failed with more than one line: %q", err)
 		}
 		t.Logf("the run through the restart failed: %v", err)
-		res = kafkaRun(t, tb, src, ingest.Options{})
+		res = runOK(t, tb, src, ingest.Options{})
 	}
 	reconcile(t, res)
 	if got := listIDs(t, tb); !slices.Equal(got, seq(0, n)) {
 		t.Fatalf("table holds %d ids, want 0..%d once each", len(got), n-1)
 	}
-	if res := kafkaRun(t, tb, src, ingest.Options{}); res.RecordsIn != 0 {
+	if res := runOK(t, tb, src, ingest.Options{}); res.RecordsIn != 0 {
 		t.Fatalf("a rerun after the end took records: %+v", res)
 	}
 }

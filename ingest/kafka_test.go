@@ -80,16 +80,6 @@ func kafkaCheckpointOf(t *testing.T, tb *catalog.Table, addrs, topic string) map
 	return cp
 }
 
-func kafkaRun(t *testing.T, tb *catalog.Table, src string, o ingest.Options) ingest.Result {
-	t.Helper()
-	res, err := ingest.Run(context.Background(), tb, src, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reconcile(t, res)
-	return res
-}
-
 func TestKafkaIngestAvailableNow(t *testing.T) {
 	addrs := kafkaCluster(t, 4, "events")
 	src := "kafka://" + addrs + "/events"
@@ -98,7 +88,7 @@ func TestKafkaIngestAvailableNow(t *testing.T) {
 	produce(t, p, 4, kafkaEvents(0, 1000))
 	before := runtime.NumGoroutine()
 
-	res := kafkaRun(t, tb, src, ingest.Options{})
+	res := runOK(t, tb, src, ingest.Options{})
 	if res.RecordsIn != 1000 || res.RowsWritten != 1000 || res.RecordsQuarantined != 0 || res.Version != 2 {
 		t.Fatalf("first run: %+v", res)
 	}
@@ -111,13 +101,13 @@ func TestKafkaIngestAvailableNow(t *testing.T) {
 		t.Fatalf("checkpoint %v, want partitions %v", cp, want)
 	}
 
-	res = kafkaRun(t, tb, src, ingest.Options{})
+	res = runOK(t, tb, src, ingest.Options{})
 	if res.RecordsIn != 0 || res.Version != 2 {
 		t.Fatalf("second run took something: %+v", res)
 	}
 
 	produce(t, p, 4, kafkaEvents(1000, 300))
-	res = kafkaRun(t, tb, src, ingest.Options{})
+	res = runOK(t, tb, src, ingest.Options{})
 	if res.RecordsIn != 300 || res.RowsWritten != 300 || res.Version != 3 {
 		t.Fatalf("third run: %+v", res)
 	}
@@ -159,7 +149,7 @@ func TestKafkaIngestTransactions(t *testing.T) {
 	txn(kafkaEvents(5000, 50), kgo.TryAbort) // must never appear
 	txn(kafkaEvents(100, 20), kgo.TryCommit)
 
-	res := kafkaRun(t, tb, src, ingest.Options{})
+	res := runOK(t, tb, src, ingest.Options{})
 	if res.RecordsIn != 120 || res.RowsWritten != 120 {
 		t.Fatalf("run: %+v", res)
 	}
@@ -173,14 +163,14 @@ func TestKafkaIngestTransactions(t *testing.T) {
 		t.Fatal(err)
 	}
 	produce(t, tx, 2, kafkaEvents(120, 10))
-	res = kafkaRun(t, tb, src, ingest.Options{})
+	res = runOK(t, tb, src, ingest.Options{})
 	if res.RecordsIn != 0 {
 		t.Fatalf("run during an open transaction: %+v", res)
 	}
 	if err := tx.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		t.Fatal(err)
 	}
-	res = kafkaRun(t, tb, src, ingest.Options{})
+	res = runOK(t, tb, src, ingest.Options{})
 	if res.RecordsIn != 10 {
 		t.Fatalf("run after the commit: %+v", res)
 	}
@@ -199,7 +189,7 @@ func TestKafkaIngestQuarantine(t *testing.T) {
 	vals[8] = []byte(`{"event_id":`)
 	produce(t, producer(t, addrs, "events"), 3, vals)
 
-	res := kafkaRun(t, tb, src, ingest.Options{})
+	res := runOK(t, tb, src, ingest.Options{})
 	if res.RecordsIn != 10 || res.RowsWritten != 8 || res.RecordsQuarantined != 2 || res.QuarantineVersion == 0 {
 		t.Fatalf("run: %+v", res)
 	}
@@ -226,7 +216,7 @@ func TestKafkaIngestMaxRecords(t *testing.T) {
 	tb := newTable(t, filepath.Join(t.TempDir(), "events"))
 	produce(t, producer(t, addrs, "events"), 4, kafkaEvents(0, 1000))
 	for i := range 4 {
-		res := kafkaRun(t, tb, src, ingest.Options{MaxRecords: 300})
+		res := runOK(t, tb, src, ingest.Options{MaxRecords: 300})
 		want := int64(300)
 		if i == 3 {
 			want = 100
@@ -241,7 +231,7 @@ func TestKafkaIngestMaxRecords(t *testing.T) {
 	if got := listIDs(t, tb); !slices.Equal(got, seq(0, 1000)) {
 		t.Fatalf("table holds %d ids, want 0..999 once each", len(got))
 	}
-	if res := kafkaRun(t, tb, src, ingest.Options{MaxRecords: 300}); res.RecordsIn != 0 {
+	if res := runOK(t, tb, src, ingest.Options{MaxRecords: 300}); res.RecordsIn != 0 {
 		t.Fatalf("run after the end: %+v", res)
 	}
 }
@@ -293,7 +283,7 @@ func TestKafkaIngestGap(t *testing.T) {
 	tb := newTable(t, filepath.Join(t.TempDir(), "events"))
 	p := producer(t, addrs, "events")
 	produce(t, p, 1, kafkaEvents(0, 100))
-	kafkaRun(t, tb, src, ingest.Options{})
+	runOK(t, tb, src, ingest.Options{})
 	produce(t, p, 1, kafkaEvents(100, 50))
 
 	// Retention deletes offsets 100..129 before they are read.
@@ -307,7 +297,7 @@ func TestKafkaIngestGap(t *testing.T) {
 	if !errors.Is(err, ingest.ErrKafkaGap) || !strings.Contains(err.Error(), "30 records") {
 		t.Fatalf("err = %v, want a gap of 30 records", err)
 	}
-	res := kafkaRun(t, tb, src, ingest.Options{OnGap: ingest.GapSkip})
+	res := runOK(t, tb, src, ingest.Options{OnGap: ingest.GapSkip})
 	if res.RecordsIn != 20 || res.RecordsSkipped != 30 {
 		t.Fatalf("skip run: %+v", res)
 	}
