@@ -284,6 +284,7 @@ func (k *dedupKeys) load(ctx context.Context) error {
 func writtenSince(ctx context.Context, t *catalog.Table, m *catalog.Manifest, cutoff time.Time) ([]catalog.DataFile, error) {
 	var out []catalog.DataFile
 	cur := m
+	var curRefs map[string]catalog.PartitionRef // cur's, once read
 	for !cur.CommittedAt.Before(cutoff) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -293,7 +294,7 @@ func writtenSince(ctx context.Context, t *catalog.Table, m *catalog.Manifest, cu
 			if err != nil {
 				return nil, err
 			}
-			cur = r
+			cur, curRefs = r, nil
 			continue
 		}
 		var prev *catalog.Manifest
@@ -304,8 +305,18 @@ func writtenSince(ctx context.Context, t *catalog.Table, m *catalog.Manifest, cu
 			}
 			prev = p
 		}
+		var prevRefs map[string]catalog.PartitionRef
 		if cur.Summary.DataChange && cur.Summary.FilesAdded > 0 {
-			added, err := addedFiles(ctx, t, prev, cur)
+			var err error
+			if curRefs == nil {
+				if curRefs, err = partitionRefs(ctx, t, cur); err != nil {
+					return nil, fmt.Errorf("version %d: %w", cur.Version, err)
+				}
+			}
+			if prevRefs, err = partitionRefs(ctx, t, prev); err != nil {
+				return nil, fmt.Errorf("version %d: %w", cur.Version-1, err)
+			}
+			added, err := addedFiles(ctx, t, prevRefs, curRefs, cur)
 			if err != nil {
 				return nil, fmt.Errorf("version %d: %w", cur.Version, err)
 			}
@@ -314,33 +325,28 @@ func writtenSince(ctx context.Context, t *catalog.Table, m *catalog.Manifest, cu
 		if prev == nil {
 			break
 		}
-		cur = prev
+		cur, curRefs = prev, prevRefs
 	}
 	return out, nil
 }
 
-// addedFiles returns the files live in cur but not in prev (nil: none), in
-// the partitions cur's commit touched.
-func addedFiles(ctx context.Context, t *catalog.Table, prev, cur *catalog.Manifest) ([]catalog.DataFile, error) {
-	refsOf := func(m *catalog.Manifest) (map[string]catalog.PartitionRef, error) {
-		out := map[string]catalog.PartitionRef{}
-		if m == nil {
-			return out, nil
-		}
-		refs, err := t.Partitions(ctx, m)
-		for _, r := range refs {
-			out[r.Partition] = r
-		}
-		return out, err
+// partitionRefs returns m's partitions by name; none for a nil m.
+func partitionRefs(ctx context.Context, t *catalog.Table, m *catalog.Manifest) (map[string]catalog.PartitionRef, error) {
+	out := map[string]catalog.PartitionRef{}
+	if m == nil {
+		return out, nil
 	}
-	before, err := refsOf(prev)
-	if err != nil {
-		return nil, err
+	refs, err := t.Partitions(ctx, m)
+	for _, r := range refs {
+		out[r.Partition] = r
 	}
-	after, err := refsOf(cur)
-	if err != nil {
-		return nil, err
-	}
+	return out, err
+}
+
+// addedFiles returns the files live in cur (whose partitions are after)
+// but not in the version before it (before), in the partitions cur's
+// commit touched.
+func addedFiles(ctx context.Context, t *catalog.Table, before, after map[string]catalog.PartitionRef, cur *catalog.Manifest) ([]catalog.DataFile, error) {
 	touched := cur.Summary.Partitions
 	if touched == nil { // a commit that did not say: compare every partition
 		for p := range after {
