@@ -102,6 +102,17 @@ func runOK(t *testing.T, tb *catalog.Table, src string, o ingest.Options) ingest
 	return res
 }
 
+// runElsewhere runs an ingest into the table at loc through a handle of
+// its own, as another process would.
+func runElsewhere(loc, src string, o ingest.Options) (ingest.Result, error) {
+	tb, err := catalog.Open(context.Background(), loc, catalog.Options{})
+	if err != nil {
+		return ingest.Result{}, err
+	}
+	defer tb.Close()
+	return ingest.Run(context.Background(), tb, src, o)
+}
+
 func reconcile(t *testing.T, r ingest.Result) {
 	t.Helper()
 	if r.RecordsIn != r.RowsWritten+r.RecordsQuarantined+r.RecordsDeduplicated {

@@ -19,7 +19,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/ingest"
 )
 
@@ -52,15 +51,7 @@ func TestKafkaGroupBalance(t *testing.T) {
 	results := make([]ingest.Result, 2)
 	errs := make([]error, 2)
 	for i := range 2 {
-		wg.Go(func() {
-			other, err := catalog.Open(context.Background(), loc, catalog.Options{})
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			defer other.Close()
-			results[i], errs[i] = ingest.Run(context.Background(), other, src, ingest.Options{Group: group})
-		})
+		wg.Go(func() { results[i], errs[i] = runElsewhere(loc, src, ingest.Options{Group: group}) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
@@ -241,13 +232,8 @@ func TestKafkaGroupRebalanceWhileReading(t *testing.T) {
 	produce(t, p, partitions, kafkaEvents(0, n))
 
 	run := func(o ingest.Options) (ingest.Result, error) {
-		other, err := catalog.Open(context.Background(), loc, catalog.Options{})
-		if err != nil {
-			return ingest.Result{}, err
-		}
-		defer other.Close()
 		o.Group = group
-		return ingest.Run(context.Background(), other, src, o)
+		return runElsewhere(loc, src, o)
 	}
 	var wg sync.WaitGroup
 	var second ingest.Result

@@ -247,15 +247,7 @@ func TestKafkaIngestConcurrentRuns(t *testing.T) {
 		var wg sync.WaitGroup
 		errs := make([]error, 2)
 		for i := range 2 {
-			wg.Go(func() {
-				other, err := catalog.Open(context.Background(), loc, catalog.Options{})
-				if err != nil {
-					errs[i] = err
-					return
-				}
-				defer other.Close()
-				_, errs[i] = ingest.Run(context.Background(), other, src, ingest.Options{})
-			})
+			wg.Go(func() { _, errs[i] = runElsewhere(loc, src, ingest.Options{}) })
 		}
 		wg.Wait()
 		ok := 0
