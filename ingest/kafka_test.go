@@ -250,18 +250,7 @@ func TestKafkaIngestConcurrentRuns(t *testing.T) {
 			wg.Go(func() { _, errs[i] = runElsewhere(loc, src, ingest.Options{}) })
 		}
 		wg.Wait()
-		ok := 0
-		for _, err := range errs {
-			switch {
-			case err == nil:
-				ok++
-			case !errors.Is(err, catalog.ErrConflict):
-				t.Fatalf("round %d: %v", round, err)
-			}
-		}
-		if ok == 0 {
-			t.Fatalf("round %d: both runs failed: %v", round, errs)
-		}
+		someSucceeded(t, errs)
 		if got := listIDs(t, tb); !slices.Equal(got, seq(0, 2000+100*round)) {
 			t.Fatalf("round %d: table holds %d ids, want 0..%d once each", round, len(got), 2000+100*round-1)
 		}
