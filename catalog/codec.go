@@ -31,53 +31,97 @@ const (
 	adaptiveSlack = 20
 )
 
-// adaptiveZstd is a parquet-go codec for one column of one file.
+// adaptiveZstd is a parquet-go codec for one column. Several files may
+// share it (see Codecs), so that the trial is paid once per column per run
+// and not once per file: on a rewrite of many partitions the trial was a
+// sixth of all compression work. It is safe for concurrent use; only the
+// bookkeeping is locked, never a compression.
 type adaptiveZstd struct {
 	mu                 sync.Mutex
 	seen               int64
 	fastSize, slowSize int64
 	level              int // 0 while undecided
-	scratch            []byte
 }
 
 // NewDataFileCodec returns a fresh zstd codec for one column of a data file
 // being written: it learns which level pays for that column's values.
 func NewDataFileCodec() compress.Codec { return &adaptiveZstd{} }
 
+// Codecs hands out one shared codec per column name, for writers of one
+// table in one run: what the first pages of a column taught holds for the
+// same column in the next file. The zero value is not usable; a nil
+// *Codecs gives every call a fresh codec.
+type Codecs struct {
+	mu sync.Mutex
+	m  map[string]*adaptiveZstd
+}
+
+// NewCodecs returns an empty set of shared column codecs.
+func NewCodecs() *Codecs { return &Codecs{m: map[string]*adaptiveZstd{}} }
+
+// For returns the codec of the named column.
+func (cs *Codecs) For(column string) compress.Codec {
+	if cs == nil {
+		return NewDataFileCodec()
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	c, ok := cs.m[column]
+	if !ok {
+		c = &adaptiveZstd{}
+		cs.m[column] = c
+	}
+	return c
+}
+
 func (c *adaptiveZstd) String() string { return "ZSTD" }
 
 func (c *adaptiveZstd) CompressionCodec() format.CompressionCodec { return format.Zstd }
 
+// trialScratch holds spare output buffers for the second compression of a
+// trial page.
+var trialScratch sync.Pool
+
 func (c *adaptiveZstd) Encode(dst, src []byte) ([]byte, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.level != 0 {
-		return compressLevel(dst, src, c.level)
+	level := c.level
+	c.mu.Unlock()
+	if level != 0 {
+		return compressLevel(dst, src, level)
 	}
 	fast, err := compressLevel(dst, src, zstdFastLevel)
 	if err != nil {
 		return fast, err
 	}
-	slow, err := compressLevel(c.scratch, src, zstdSmallLevel)
+	var scratch []byte
+	if b, ok := trialScratch.Get().(*[]byte); ok {
+		scratch = *b
+	}
+	slow, err := compressLevel(scratch, src, zstdSmallLevel)
 	if err != nil {
 		return slow, err
 	}
-	c.seen += int64(len(src))
-	c.fastSize += int64(len(fast))
-	c.slowSize += int64(len(slow))
-	if c.seen >= adaptiveTrialBytes {
-		c.level = zstdSmallLevel
-		if c.fastSize*1000 <= c.slowSize*(1000+adaptiveSlack) {
-			c.level = zstdFastLevel
+	c.mu.Lock()
+	if c.level == 0 {
+		c.seen += int64(len(src))
+		c.fastSize += int64(len(fast))
+		c.slowSize += int64(len(slow))
+		if c.seen >= adaptiveTrialBytes {
+			c.level = zstdSmallLevel
+			if c.fastSize*1000 <= c.slowSize*(1000+adaptiveSlack) {
+				c.level = zstdFastLevel
+			}
 		}
 	}
+	c.mu.Unlock()
+	// Keep the smaller; the other buffer becomes a spare.
+	keep, spare := fast, slow
 	if len(slow) < len(fast) {
-		// Keep the smaller; the spare buffer becomes the next scratch.
-		c.scratch = fast[:0]
-		return slow, nil
+		keep, spare = slow, fast
 	}
-	c.scratch = slow[:0]
-	return fast, nil
+	spare = spare[:0]
+	trialScratch.Put(&spare)
+	return keep, nil
 }
 
 // zstdCtxs are reusable compression contexts: ddzstd.CompressLevel

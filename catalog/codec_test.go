@@ -66,3 +66,30 @@ func TestAdaptiveZstdPicksALevelPerColumnAndRoundTrips(t *testing.T) {
 		})
 	}
 }
+
+func TestCodecsShareWhatAColumnTaughtAcrossFiles(t *testing.T) {
+	cs := NewCodecs()
+	first := cs.For("ts").(*adaptiveZstd)
+	for _, p := range pages(12, func(r *rand.Rand, b []byte) []byte {
+		return binary.LittleEndian.AppendUint64(b, uint64(1_700_000_000_000_000+r.Int64N(5_000_000)))
+	}) {
+		if _, err := first.Encode(nil, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if first.level == 0 {
+		t.Fatal("the trial did not settle on a level")
+	}
+	// The next file's writer of the same column starts decided; another
+	// column and a nil set start afresh.
+	if got := cs.For("ts").(*adaptiveZstd).level; got != first.level {
+		t.Errorf("second file of column ts: level %d, want %d", got, first.level)
+	}
+	if got := cs.For("id").(*adaptiveZstd).level; got != 0 {
+		t.Errorf("column id: level %d before any page, want undecided", got)
+	}
+	var none *Codecs
+	if got := none.For("ts").(*adaptiveZstd).level; got != 0 {
+		t.Errorf("nil set: level %d, want a fresh codec", got)
+	}
+}

@@ -961,7 +961,7 @@ func (e *nullError) Unwrap() error { return ErrIncompatibleSchema }
 // a local temporary file and uploaded with one Put, so a reader never sees
 // it half-written. See ParquetWriter to stream rows in batches.
 func WriteParquet(ctx context.Context, st cloud.Store, key string, schema Schema, rows [][]any) (bytes int64, stats FileStats, err error) {
-	w, err := NewParquetWriter(schema)
+	w, err := NewParquetWriter(schema, nil)
 	if err != nil {
 		return 0, FileStats{}, fmt.Errorf("write %s: %w", key, err)
 	}
@@ -1026,8 +1026,10 @@ func (pw *ParquetWriter) FlushRowGroup() error {
 }
 
 // NewParquetWriter starts a Parquet file of schema in a local temporary
-// file. Call Close to upload it, or Abort to discard it.
-func NewParquetWriter(schema Schema) (*ParquetWriter, error) {
+// file. Call Close to upload it, or Abort to discard it. Writers of one
+// run pass the same codecs, so that each column's compression level is
+// learnt once; nil learns it afresh for this file.
+func NewParquetWriter(schema Schema, codecs *Codecs) (*ParquetWriter, error) {
 	if len(schema.Columns) == 0 {
 		return nil, errors.New("parquet writer: the schema has no columns")
 	}
@@ -1038,7 +1040,7 @@ func NewParquetWriter(schema Schema) (*ParquetWriter, error) {
 		if err != nil {
 			return nil, fmt.Errorf("parquet writer: column %q: %w", c.Name, err)
 		}
-		fields[i] = &namedField{Node: parquet.Compressed(n, NewDataFileCodec()), name: c.Name}
+		fields[i] = &namedField{Node: parquet.Compressed(n, codecs.For(c.Name)), name: c.Name}
 		enc[i] = e
 	}
 	tmp, err := os.CreateTemp("", "sluice-*.parquet")

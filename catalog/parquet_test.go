@@ -1096,7 +1096,7 @@ func TestParquetWriterKeepsRowsBeforeABadOneWhole(t *testing.T) {
 		rows = append(rows, []any{int64(i), fmt.Sprint("n", i), "0b0e6d2c-4f5a-4c1e-9d8b-1f2e3d4c5b6a"})
 	}
 	rows[1500][2] = 42 // not a string: the third column of row 1500
-	w, err := NewParquetWriter(schema)
+	w, err := NewParquetWriter(schema, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -74,7 +74,7 @@ func DescribeParquetFile(key string, f *parquet.File) (Schema, []ParquetColumn, 
 // parquet.Group would), with the physical types, logical types and
 // encodings listed on ParquetWriter.
 func ParquetSchema(schema Schema) (*parquet.Schema, error) {
-	return ParquetSchemaPlain(schema, nil)
+	return ParquetSchemaPlain(schema, nil, nil)
 }
 
 // ParquetWriterOptions are the options sluice writes data files with: zstd,
@@ -98,7 +98,8 @@ func NoPanic(fn func() error) error { return noPanic(fn) }
 // holds written PLAIN rather than dictionary-encoded: for a column whose
 // values are mostly distinct (ids, hashes), a dictionary only costs time
 // until the writer gives up on it. plain may be shorter than the schema.
-func ParquetSchemaPlain(schema Schema, plain []bool) (*parquet.Schema, error) {
+// Its columns compress with codecs' (see NewParquetWriter).
+func ParquetSchemaPlain(schema Schema, plain []bool, codecs *Codecs) (*parquet.Schema, error) {
 	if len(schema.Columns) == 0 {
 		return nil, fmt.Errorf("parquet schema: the schema has no columns")
 	}
@@ -111,7 +112,7 @@ func ParquetSchemaPlain(schema Schema, plain []bool) (*parquet.Schema, error) {
 		if i < len(plain) && plain[i] {
 			n = parquet.Encoded(n, &parquet.Plain)
 		}
-		fields[i] = &namedField{Node: parquet.Compressed(n, NewDataFileCodec()), name: c.Name}
+		fields[i] = &namedField{Node: parquet.Compressed(n, codecs.For(c.Name)), name: c.Name}
 	}
 	return parquet.NewSchema("sluice", fields), nil
 }

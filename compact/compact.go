@@ -259,6 +259,10 @@ func Run(ctx context.Context, t Table, o Options) (Result, error) {
 		o.Logger.Info("committed", "version", nm.Version, "partitions", len(ok), "files_in", len(ch.Remove), "files_out", len(ch.Add))
 	}
 
+	codecs := o.Rewrite.Codecs
+	if codecs == nil {
+		codecs = catalog.NewCodecs()
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(o.Workers)
 	for _, b := range bins {
@@ -271,6 +275,7 @@ func Run(ctx context.Context, t Table, o Options) (Result, error) {
 			if !failed {
 				ro := o.Rewrite
 				ro.Outputs = b.Outputs
+				ro.Codecs = codecs
 				rr, err = Rewrite(gctx, open, t.Store(), m.Schema, b.Partition, b.Inputs, ro)
 			}
 			if cerr := gctx.Err(); cerr != nil {

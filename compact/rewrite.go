@@ -55,6 +55,10 @@ type RewriteOptions struct {
 	// planner's promise (no small leftover file) whatever the output's
 	// compression ratio. Zero: cut by TargetFileSize.
 	Outputs int
+	// Codecs, when set, are shared by every rewrite of one run, so that
+	// each column's zstd level is learnt once (catalog.Codecs). Nil: each
+	// rewrite learns its own.
+	Codecs *catalog.Codecs
 }
 
 // Defaults of RewriteOptions.
@@ -151,7 +155,7 @@ func Rewrite(ctx context.Context, open Opener, out cloud.Store, schema catalog.S
 		return RewriteResult{}, err
 	}
 	o = o.withDefaults()
-	ps, err := catalog.ParquetSchema(schema)
+	ps, err := catalog.ParquetSchemaPlain(schema, nil, o.Codecs)
 	if err != nil {
 		return RewriteResult{}, err
 	}
@@ -400,7 +404,7 @@ func (rw *rewriter) copyFile(p *prefetched) error {
 			any = any || plain[j]
 		}
 		if any && rw.w == nil {
-			ps, err := catalog.ParquetSchemaPlain(rw.schema, plain)
+			ps, err := catalog.ParquetSchemaPlain(rw.schema, plain, rw.o.Codecs)
 			if err != nil {
 				return err
 			}

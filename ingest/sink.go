@@ -72,7 +72,8 @@ type batch struct {
 type sinkWriter struct {
 	t      *catalog.Table
 	schema catalog.Schema
-	budget int64 // for row groups held by open writers, half the sink's
+	codecs *catalog.Codecs // shared by the run's files
+	budget int64           // for row groups held by open writers, half the sink's
 	target int64
 
 	parts map[string]*partition
@@ -94,7 +95,7 @@ type partition struct {
 
 func newSink(t *catalog.Table, m *catalog.Manifest, budget, target int64) *sink {
 	return &sink{router: catalog.NewPartitioner(m.Schema, m.Spec), budget: budget / 2, parts: map[string]*buffered{}, hint: map[string]int{},
-		w: &sinkWriter{t: t, schema: m.Schema, budget: budget / 2, target: target, parts: map[string]*partition{},
+		w: &sinkWriter{t: t, schema: m.Schema, codecs: catalog.NewCodecs(), budget: budget / 2, target: target, parts: map[string]*partition{},
 			batches: make(chan batch), done: make(chan struct{})}}
 }
 
@@ -294,7 +295,7 @@ func (w *sinkWriter) write(ctx context.Context, b batch) error {
 		}
 		if len(bp.rows) > 0 {
 			if pt.w == nil {
-				pw, err := catalog.NewParquetWriter(w.schema)
+				pw, err := catalog.NewParquetWriter(w.schema, w.codecs)
 				if err != nil {
 					return err
 				}
