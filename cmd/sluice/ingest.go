@@ -89,6 +89,11 @@ records_deduplicated.`,
 			if err := o.Validate(); err != nil {
 				return usageError{cmd: "ingest", err: err}
 			}
+			budget := o.MemoryBudget
+			if budget == 0 {
+				budget = ingest.DefaultMemoryBudget
+			}
+			tuneGC(budget)
 			t, err := a.openTable(cmd, args[0])
 			if err != nil {
 				return err
