@@ -1049,7 +1049,6 @@ func NewParquetWriter(schema Schema, codecs *Codecs) (*ParquetWriter, error) {
 	}
 	w := parquet.NewGenericWriter[any](tmp, parquet.NewSchema("sluice", fields),
 		parquet.Compression(&parquet.Zstd),
-		parquet.DataPageStatistics(true),
 		parquet.MaxRowsPerRowGroup(parquetRowGroupRows),
 		parquet.DictionaryMaxBytes(parquetDictionaryMaxBytes),
 	)

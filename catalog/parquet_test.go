@@ -201,6 +201,16 @@ func TestParquetRoundTripOfEveryTypeKeepsValuesNullsAndColumnOrder(t *testing.T)
 		t.Fatal(err)
 	}
 	md := pf.Metadata()
+	// Readers prune pages by the page index, which carries every page's
+	// bounds (page headers do not repeat them).
+	for i, ci := range pf.ColumnIndexes() {
+		if len(ci.MinValues) == 0 || len(ci.MinValues) != len(ci.MaxValues) || len(ci.NullPages) != len(ci.MinValues) {
+			t.Errorf("column %d: page index has %d min and %d max values for %d pages", i, len(ci.MinValues), len(ci.MaxValues), len(ci.NullPages))
+		}
+	}
+	if got, want := len(pf.ColumnIndexes()), len(md.Schema)-1; got != want {
+		t.Errorf("page index covers %d columns, want %d", got, want)
+	}
 	for i, e := range md.Schema[1:] {
 		meta := md.RowGroups[0].Columns[i].MetaData
 		if meta.Codec.String() != "ZSTD" {

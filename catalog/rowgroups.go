@@ -78,13 +78,15 @@ func ParquetSchema(schema Schema) (*parquet.Schema, error) {
 }
 
 // ParquetWriterOptions are the options sluice writes data files with: zstd,
-// page statistics, dictionaries that stop growing at parquet-mr's 1 MiB.
+// dictionaries that stop growing at parquet-mr's 1 MiB, statistics in the
+// footer and the page index (column index). Page headers carry none: the
+// column index has the same bounds, readers use it, and parquet-go would
+// compute every page's bounds twice.
 // Row group size is the caller's (parquet-go flushes a row group at
 // MaxRowsPerRowGroup rows or when the caller calls Flush).
 func ParquetWriterOptions() []parquet.WriterOption {
 	return []parquet.WriterOption{
 		parquet.Compression(&parquet.Zstd),
-		parquet.DataPageStatistics(true),
 		parquet.DictionaryMaxBytes(parquetDictionaryMaxBytes),
 	}
 }
