@@ -91,3 +91,42 @@ func BenchmarkListFiles(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkParquetWriterWrite is the encoding side of an ingest: batches of
+// rows like bench/ingest.sh's (two uuids, an int64, an int32, a timestamp)
+// through one file's writer: conversion, encoding and the pages'
+// compression, without the final row group flush and upload.
+func BenchmarkParquetWriterWrite(b *testing.B) {
+	schema, err := catalog.ParseSchema("event_id:uuid,list_id:int64,subscriber_id:uuid,tally:int32,event_time:timestamp")
+	if err != nil {
+		b.Fatal(err)
+	}
+	rows := make([][]any, 1024)
+	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range rows {
+		rows[i] = []any{fmt.Sprintf("%08x-1089-4edd-90a9-1e4fb85fa15e", i), int64(i % 5000),
+			fmt.Sprintf("%08x-22d9-4488-9cf1-92d1dad9f74a", i*7), int32(i % 10), t0.Add(time.Duration(i) * time.Second)}
+	}
+	ctx := context.Background()
+	w, err := catalog.NewParquetWriter(schema, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Abort()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := w.Write(ctx, rows); err != nil {
+			b.Fatal(err)
+		}
+		if w.Buffered() > 64<<20 {
+			b.StopTimer()
+			w.Abort()
+			if w, err = catalog.NewParquetWriter(schema, nil); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(rows)), "ns/row")
+}

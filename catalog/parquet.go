@@ -1090,49 +1090,87 @@ func (pw *ParquetWriter) Write(ctx context.Context, rows [][]any) error {
 				break
 			}
 		}
+		var pending int64
 		for i, c := range cols {
 			vals := pw.colVals[i][:0]
 			def := 0
 			if c.Nullable {
 				def = 1
 			}
+			kind := c.Type.Kind
 			for k := range good {
 				v := rows[k][i]
-				if v == nil {
+				// The common Go types inline, the rest (and a value of
+				// the wrong type, which it names) through the column's
+				// encoder.
+				var pv parquet.Value
+				ok := true
+				switch x := v.(type) {
+				case string:
+					if ok = kind == KindString || kind == KindUUID; ok {
+						pv = parquet.ByteArrayValue(stringBytes(x))
+						pending += int64(len(x)) + 4
+					}
+				case int64:
+					if ok = kind == KindInt64; ok {
+						pv = parquet.Int64Value(x)
+						pending += 8
+					}
+				case int32:
+					if ok = kind == KindInt32; ok {
+						pv = parquet.Int32Value(x)
+						pending += 8
+					}
+				case time.Time:
+					if ok = kind == KindTimestamp; ok {
+						pv = parquet.Int64Value(x.UnixMicro())
+						pending += 8
+					}
+				case nil:
 					if !c.Nullable {
 						good, bad = k, fmt.Errorf("row %d: column %q: NULL in a column that is not nullable", pw.rows+int64(k), c.Name)
 						break
 					}
 					vals = append(vals, parquet.NullValue().Level(0, 0, i))
+					pending += 8
 					continue
+				default:
+					ok = false
 				}
-				pv, err := pw.enc[i](v)
-				if err != nil {
-					good, bad = k, fmt.Errorf("row %d: column %q: %w", pw.rows+int64(k), c.Name, err)
+				if bad != nil {
 					break
+				}
+				if !ok {
+					var err error
+					if pv, err = pw.enc[i](v); err != nil {
+						good, bad = k, fmt.Errorf("row %d: column %q: %w", pw.rows+int64(k), c.Name, err)
+						break
+					}
+					pending += valueBytes(pv)
 				}
 				vals = append(vals, pv.Level(0, def, i))
 			}
 			pw.colVals[i] = vals
 		}
+		if good < n {
+			// Rows from the bad one on are not written: count again.
+			pending = 0
+			for i := range cols {
+				for _, v := range pw.colVals[i][:good] {
+					pending += valueBytes(v)
+				}
+			}
+		}
 		if good > 0 {
 			err := noPanic(func() error {
 				for i := range cols {
-					vals := pw.colVals[i][:good]
-					if _, err := writers[i].WriteRowValues(vals); err != nil {
+					if _, err := writers[i].WriteRowValues(pw.colVals[i][:good]); err != nil {
 						return fmt.Errorf("column %q: %w", cols[i].Name, err)
-					}
-					for _, v := range vals {
-						switch v.Kind() {
-						case parquet.ByteArray, parquet.FixedLenByteArray:
-							pw.pending += int64(len(v.ByteArray())) + 4
-						default:
-							pw.pending += 8
-						}
 					}
 				}
 				return nil
 			})
+			pw.pending += pending
 			if err != nil {
 				return fmt.Errorf("parquet writer: %w", err)
 			}
@@ -1150,6 +1188,15 @@ func (pw *ParquetWriter) Write(ctx context.Context, rows [][]any) error {
 		rows = rows[n:]
 	}
 	return nil
+}
+
+// valueBytes estimates the bytes a value holds in a column buffer.
+func valueBytes(v parquet.Value) int64 {
+	switch v.Kind() {
+	case parquet.ByteArray, parquet.FixedLenByteArray:
+		return int64(len(v.ByteArray())) + 4
+	}
+	return 8
 }
 
 // Close finishes the file, uploads it to key with one Put (streamed from
