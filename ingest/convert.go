@@ -33,6 +33,7 @@ type converter struct {
 	col  catalog.Column
 	unit EpochUnit
 	slab *strSlab // the decoder's, for the text fields kept
+	box  *boxes   // the decoder's, for the values it returns
 }
 
 func badValue(c catalog.Column, why string, args ...any) error {
@@ -74,10 +75,10 @@ func (c *converter) fromJSON(v *fastjson.Value) (any, error) {
 		// which names the problem.
 		if n, err := v.Int64(); err == nil {
 			if col.Type.Kind == catalog.KindInt64 {
-				return n, nil
+				return c.box.i64(n), nil
 			}
 			if n == int64(int32(n)) {
-				return int32(n), nil
+				return c.box.i32(int32(n)), nil
 			}
 		}
 		return c.fromText(string(v.MarshalTo(nil)))
@@ -143,10 +144,10 @@ func (c *converter) fromText(s string) (any, error) {
 		if !utf8.ValidString(s) {
 			return nil, badValue(col, "invalid UTF-8")
 		}
-		return s, nil
+		return c.box.str(s), nil
 	case catalog.KindUUID:
 		if isCanonicalUUID(s) {
-			return s, nil // already as stored: no parse, no new string
+			return c.box.str(s), nil // already as stored: no parse, no new string
 		}
 		u, err := uuid.Parse(s)
 		if err != nil {
@@ -166,15 +167,15 @@ func (c *converter) fromText(s string) (any, error) {
 			return nil, badValue(col, "not an integer: %s", quote(s))
 		}
 		if bits == 32 {
-			return int32(n), nil
+			return c.box.i32(int32(n)), nil
 		}
-		return n, nil
+		return c.box.i64(n), nil
 	case catalog.KindTimestamp:
 		if isNumber(s) {
 			return c.epoch(s)
 		}
 		if ts, ok := parseUTCTimestamp(s); ok {
-			return ts, nil
+			return c.box.time(ts), nil
 		}
 		ts, err := time.Parse(time.RFC3339Nano, s)
 		if err != nil {

@@ -39,9 +39,9 @@ type decoder struct {
 
 func newDecoder(schema catalog.Schema, o Options) *decoder {
 	d := &decoder{schema: schema, maxBytes: o.MaxRecordBytes}
-	slab := &strSlab{}
+	slab, box := &strSlab{}, &boxes{}
 	for _, c := range schema.Columns {
-		d.conv = append(d.conv, converter{col: c, unit: o.EpochUnit, slab: slab})
+		d.conv = append(d.conv, converter{col: c, unit: o.EpochUnit, slab: slab, box: box})
 	}
 	d.extras = newExtras(schema)
 	return d
