@@ -36,7 +36,7 @@ type converter struct {
 	box  *boxes   // the decoder's, for the values it returns
 }
 
-func badValue(c catalog.Column, why string, args ...any) error {
+func badValue(c *catalog.Column, why string, args ...any) error {
 	return badRecord("column %q (%s): %s", c.Name, c.Type, fmt.Sprintf(why, args...))
 }
 
@@ -51,7 +51,7 @@ func quote(s string) string {
 
 // fromJSON converts a JSON value; v nil means the field is absent.
 func (c *converter) fromJSON(v *fastjson.Value) (any, error) {
-	col := c.col
+	col := &c.col
 	if v == nil {
 		if col.Nullable {
 			return nil, nil
@@ -138,7 +138,7 @@ func jsonKind(v *fastjson.Value) string {
 
 // fromText converts the text of a field (a CSV field, a JSON string).
 func (c *converter) fromText(s string) (any, error) {
-	col := c.col
+	col := &c.col
 	switch col.Type.Kind {
 	case catalog.KindString:
 		if !utf8.ValidString(s) {
@@ -213,13 +213,13 @@ func (c *converter) epoch(s string) (any, error) {
 	}
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
 		if n > math.MaxInt64/per || n < math.MinInt64/per {
-			return nil, badValue(c.col, "epoch %s (%s) out of range", s, c.unit)
+			return nil, badValue(&c.col, "epoch %s (%s) out of range", s, c.unit)
 		}
 		return time.UnixMicro(n * per).UTC(), nil
 	}
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsNaN(f) || math.Abs(f*float64(per)) > 9.2e18 {
-		return nil, badValue(c.col, "not an epoch number (%s): %s", c.unit, quote(s))
+		return nil, badValue(&c.col, "not an epoch number (%s): %s", c.unit, quote(s))
 	}
 	return time.UnixMicro(int64(math.Round(f * float64(per)))).UTC(), nil
 }
@@ -230,11 +230,11 @@ func (c *converter) checkValue(v any) (any, error) {
 	switch x := v.(type) {
 	case nil:
 		if !c.col.Nullable {
-			return nil, badValue(c.col, "null but the column is not nullable")
+			return nil, badValue(&c.col, "null but the column is not nullable")
 		}
 	case string:
 		if !utf8.ValidString(x) {
-			return nil, badValue(c.col, "invalid UTF-8")
+			return nil, badValue(&c.col, "invalid UTF-8")
 		}
 		if c.col.Type.Kind == catalog.KindUUID {
 			return c.fromText(x)

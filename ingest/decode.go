@@ -361,7 +361,7 @@ func (d *decoder) decodeCSV(ctx context.Context, r io.Reader, emit emitFunc) err
 				case s == "" && c.col.Nullable:
 					row[i] = nil
 				case s == "" && c.col.Type.Kind != catalog.KindString:
-					bad = badValue(c.col, "empty but the column is not nullable")
+					bad = badValue(&c.col, "empty but the column is not nullable")
 				default:
 					row[i], bad = c.fromText(s)
 				}
