@@ -164,23 +164,28 @@ func (d *decoder) checkRaw(raw []byte, total int) error {
 
 func (d *decoder) decodeJSONL(ctx context.Context, r io.Reader, emit emitFunc) error {
 	br := bufio.NewReaderSize(r, 256<<10)
-	var line []byte
+	var long []byte // a line longer than the reader's buffer, put together
 	var lineNo int64
 	row := d.newRow()
 	for {
-		line = line[:0]
-		total := 0
-		var err error
-		for {
-			var frag []byte
-			frag, err = br.ReadSlice('\n')
-			total += len(frag)
-			if len(line) < d.maxBytes+1 {
-				line = append(line, frag[:min(len(frag), d.maxBytes+1-len(line))]...)
+		// A line within the reader's buffer is used where it lies (it is
+		// done with before the next read); a longer one is copied
+		// together, up to one byte over the record size limit.
+		line, err := br.ReadSlice('\n')
+		total := len(line)
+		if err == bufio.ErrBufferFull {
+			long = append(long[:0], line[:min(len(line), d.maxBytes+1)]...)
+			for err == bufio.ErrBufferFull {
+				var frag []byte
+				frag, err = br.ReadSlice('\n')
+				total += len(frag)
+				if len(long) < d.maxBytes+1 {
+					long = append(long, frag[:min(len(frag), d.maxBytes+1-len(long))]...)
+				}
 			}
-			if err != bufio.ErrBufferFull {
-				break
-			}
+			line = long
+		} else if len(line) > d.maxBytes+1 {
+			line = line[:d.maxBytes+1]
 		}
 		if err != nil && err != io.EOF {
 			return err
