@@ -328,6 +328,7 @@ func runKafka(ctx context.Context, t *catalog.Table, source string, o Options) (
 		// is 50 MiB).
 		kgo.FetchMaxBytes(int32(min(50<<20, max(1<<20, o.MemoryBudget/8)))),
 		kgo.KeepControlRecords(),
+		kgo.WithPools(decompressPool{}),
 		// A range deleted after the run listed it must fail the run, not
 		// be skipped silently.
 		kgo.ConsumeResetOffset(kgo.NoResetOffset()),
@@ -853,6 +854,9 @@ func (kr *kafkaRun) consume(ctx context.Context, cl *kgo.Client, start time.Time
 			return ferr
 		}
 		pause, err := kr.take(ctx, fs)
+		// Decoding copied what rows and the quarantine keep: the
+		// batches' buffers go back to the pool (see decompressPool).
+		fs.EachRecord(func(r *kgo.Record) { r.Recycle() })
 		if err != nil {
 			return err
 		}
@@ -1176,4 +1180,26 @@ func (d *decoder) decodeValue(raw []byte) (row []any, rec []byte, bad error) {
 		return nil, rec, err
 	}
 	return row, rec, nil
+}
+
+// decompressPool lends franz-go the buffers it decompresses fetched
+// batches into. Without one, it decompresses into a buffer of its own and
+// copies the result into a fresh slice per batch: every record's bytes
+// copied once more and a large allocation per batch. A batch's buffer
+// comes back when every record in it is recycled, which consume does once
+// take has decoded them (rows and quarantined bytes are copies).
+type decompressPool struct{}
+
+var decompressBufs sync.Pool
+
+func (decompressPool) GetDecompressBytes(compressed []byte, _ kgo.CompressionCodecType) []byte {
+	if b, ok := decompressBufs.Get().(*[]byte); ok && cap(*b) >= 2*len(compressed) {
+		return *b
+	}
+	return make([]byte, 0, 4*len(compressed))
+}
+
+func (decompressPool) PutDecompressBytes(b []byte) {
+	b = b[:0]
+	decompressBufs.Put(&b)
 }

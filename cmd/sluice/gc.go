@@ -7,7 +7,7 @@ import (
 
 // gcHeadroom is what a command may hold beyond its memory budget: the
 // Parquet writers' page buffers, decoders, the runtime.
-const gcHeadroom = 256 << 20
+const gcHeadroom = 128 << 20
 
 // tuneGC lets the heap grow to three times what is live (GOGC=200) rather
 // than twice, under a soft limit of budget plus gcHeadroom. A JSON ingest
