@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -39,6 +40,7 @@ var conformance = map[string]func(t *testing.T, st cloud.Store, loc string){
 	"invalid keys are refused the same everywhere":      testInvalidKeys,
 	"a body bigger than one part is stored whole":       testBigBody,
 	"a body shorter than its stated size is not stored": testShortBody,
+	"a staged file is stored from where it is read":     testPutFromFile,
 }
 
 func TestConformance(t *testing.T) {
@@ -474,6 +476,50 @@ func testBigBody(t *testing.T, st cloud.Store, _ string) {
 	rc.Close()
 	if !bytes.Equal(tail, body[17<<20:]) {
 		t.Errorf("tail: %d bytes, differing", len(tail))
+	}
+}
+
+// testPutFromFile puts from an *os.File, as writers hand over the Parquet
+// files they stage locally: the object is the file's bytes from its read
+// offset on.
+func testPutFromFile(t *testing.T, st cloud.Store, _ string) {
+	body := make([]byte, 33<<20+5)
+	for i := range body {
+		body[i] = byte(i*13 + i>>16)
+	}
+	f, err := os.CreateTemp(t.TempDir(), "staged-*.parquet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(body); err != nil {
+		t.Fatal(err)
+	}
+	const skip = 1000 // a header the caller already consumed
+	if _, err := f.Seek(skip, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Put(context.Background(), "staged.parquet", f, int64(len(body)-skip), cloud.PutOptions{IfAbsent: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Size != int64(len(body)-skip) {
+		t.Errorf("Put size %d, want %d", info.Size, len(body)-skip)
+	}
+	if got := get(t, st, "staged.parquet"); !bytes.Equal(got, body[skip:]) {
+		t.Errorf("read back %d bytes, differing from the file's %d", len(got), len(body)-skip)
+	}
+	// A cancelled put stores nothing.
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := st.Put(ctx, "cancelled.parquet", f, int64(len(body)), cloud.PutOptions{}); err == nil {
+		t.Error("a put with a cancelled context succeeded")
+	}
+	if _, err := st.Stat(context.Background(), "cancelled.parquet"); !errors.Is(err, cloud.ErrNotFound) {
+		t.Errorf("after a cancelled put, Stat: %v, want ErrNotFound", err)
 	}
 }
 
