@@ -80,4 +80,4 @@ printf '%-8s %10.3f %14s %12s %8s %s\n' duckdb "$duck_s" "$duck_b" "$duck_rss" "
 printf '%-8s %10.3f %14s %12s %8s %s\n' sluice "$sluice_s" "$sluice_b" "$sluice_rss" "$sluice_cpu" "$sluice_all"
 printf 'sluice/duckdb: time %.2f (target <= 0.80), bytes %.3f (target <= 1.05), RSS %.2f, CPU %.2f\n' \
   "$(echo "$sluice_s / $duck_s" | bc -l)" "$(echo "$sluice_b / $duck_b" | bc -l)" "$(echo "$sluice_rss / $duck_rss" | bc -l)" "$(echo "$sluice_cpu / $duck_cpu" | bc -l)"
-printf '(floor: cat %.3f s + dd %.3f s; cpu_s: user+sys of the fastest round)\n' "$cat_s" "$dd_s"
+printf '(floor: cat %.3f s + dd %.3f s; cpu_s: user+sys of the fastest round'"'"'s process, node'"'"'s start included for DuckDB)\n' "$cat_s" "$dd_s"
