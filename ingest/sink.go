@@ -8,6 +8,7 @@ import (
 	"maps"
 	"runtime"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -31,9 +32,10 @@ var errRestart = errors.New("restart without the failed file")
 // Decoding and encoding overlap: the caller's goroutine decodes and
 // buffers, and one writer goroutine per sink (started by the first
 // hand-off) encodes, compresses and uploads the batches handed to it, in
-// order. At most one batch waits while the writer works on another, so the
-// rows in memory stay within the budget: half for the batch being filled,
-// half for the one being written.
+// order. One batch may wait in the queue while the writer works on
+// another, so that neither side waits on the other's slowest batch; the
+// rows in memory stay within the budget: half for the batch being filled
+// and the one queued together, half for the one being written.
 type sink struct {
 	router *catalog.Partitioner
 	budget int64 // for rows buffered here, half the sink's budget
@@ -56,6 +58,11 @@ type sink struct {
 	stopped bool // w.batches is closed
 }
 
+// queuedBytes counts the estimated bytes of the batch waiting in a sink's
+// queue: the sink adds them when it hands a batch over, the writer takes
+// them off when it picks the batch up.
+type queuedBytes = atomic.Int64
+
 // buffered is one partition's rows not yet handed to the writer.
 type buffered struct {
 	vals map[string]*string
@@ -67,6 +74,7 @@ type buffered struct {
 // asks it to finish every open file after writing them.
 type batch struct {
 	parts map[string]*buffered
+	bytes int64 // estimated, of its rows
 	final bool
 }
 
@@ -85,7 +93,8 @@ type sinkWriter struct {
 	// the finished files, to predict when a file reaches the target.
 	inBytes, outBytes int64
 
-	batches chan batch
+	batches chan batch // holds one batch besides the one being written
+	queued  queuedBytes
 	done    chan struct{}
 	err     error // read after done is closed
 }
@@ -99,7 +108,7 @@ type partition struct {
 func newSink(t *catalog.Table, m *catalog.Manifest, budget, target int64) *sink {
 	return &sink{router: catalog.NewPartitioner(m.Schema, m.Spec), budget: budget / 2, parts: map[string]*buffered{}, hint: map[string]int{},
 		w: &sinkWriter{t: t, schema: m.Schema, codecs: catalog.NewCodecs(), budget: budget / 2, target: target, parts: map[string]*partition{},
-			batches: make(chan batch), done: make(chan struct{})}}
+			batches: make(chan batch, 1), done: make(chan struct{})}}
 }
 
 // add buffers one valid row; rawBytes is its input size.
@@ -116,7 +125,7 @@ func (s *sink) add(ctx context.Context, row []any, rawBytes int) error {
 	b.rows = append(b.rows, row)
 	b.in += int64(rawBytes)
 	s.buffered += rowBytes(row)
-	if s.buffered > s.budget {
+	if s.buffered+s.w.queued.Load() > s.budget {
 		s.spilled = true
 		return s.write(ctx)
 	}
@@ -164,7 +173,7 @@ func (s *sink) write(ctx context.Context) error {
 	if s.buffered == 0 {
 		return nil
 	}
-	b := batch{parts: s.parts}
+	b := batch{parts: s.parts, bytes: s.buffered}
 	for p, bp := range s.parts {
 		s.hint[p] = len(bp.rows)
 	}
@@ -180,6 +189,7 @@ func (s *sink) send(ctx context.Context, b batch) error {
 		s.started = true
 		go s.w.run(ctx)
 	}
+	s.w.queued.Add(b.bytes)
 	select {
 	case s.w.batches <- b:
 		return nil
@@ -224,7 +234,7 @@ func (s *sink) fileFailed() error {
 // close writes what is buffered, finishes every open file, and returns
 // the files written.
 func (s *sink) close(ctx context.Context) ([]catalog.DataFile, error) {
-	b := batch{parts: s.parts, final: true}
+	b := batch{parts: s.parts, bytes: s.buffered, final: true}
 	s.parts, s.buffered = map[string]*buffered{}, 0
 	if err := s.send(ctx, b); err != nil {
 		s.stop()
@@ -270,6 +280,7 @@ func (w *sinkWriter) run(ctx context.Context) {
 		if !ok {
 			return
 		}
+		w.queued.Add(-b.bytes)
 		if w.err = w.write(ctx, b); w.err != nil {
 			return
 		}
