@@ -13,6 +13,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 	"github.com/valyala/fastjson"
@@ -35,9 +37,53 @@ type decoder struct {
 	parser   fastjson.Parser
 	rows     []any // the rest of the chunk newRow cuts rows from
 	extras         // the _extra column, when the table has one
+	// twin decodes every other block of a JSON lines file beside d, on
+	// another goroutine (decodeJSONL). Nil in a twin.
+	twin *decoder
+}
+
+// rawRecord is one text record to decode: its bytes (cut at the size
+// limit) and its whole size.
+type rawRecord struct {
+	b    []byte
+	size int
+}
+
+// decoded is a decoded record: its row, or why it is quarantined.
+type decoded struct {
+	row []any
+	bad error
+}
+
+const (
+	// jsonBlock is how many JSON lines are decoded together. Decoding is
+	// the larger half of an ingest's CPU, so blocks are decoded on two
+	// goroutines at once, while records are still handed on one at a
+	// time, in order.
+	jsonBlock = 1024
+	// jsonBlockBytes ends a block early when its records are large.
+	jsonBlockBytes = 1 << 20
+)
+
+// decodeJSON checks and decodes one JSON record.
+func (d *decoder) decodeJSON(r rawRecord) decoded {
+	if bad := d.checkRaw(r.b, r.size); bad != nil {
+		return decoded{bad: bad}
+	}
+	row := d.newRow()
+	if bad := d.jsonRow(r.b, row); bad != nil {
+		return decoded{bad: bad}
+	}
+	return decoded{row: row}
 }
 
 func newDecoder(schema catalog.Schema, o Options) *decoder {
+	d := newSoloDecoder(schema, o)
+	d.twin = newSoloDecoder(schema, o)
+	return d
+}
+
+func newSoloDecoder(schema catalog.Schema, o Options) *decoder {
 	d := &decoder{schema: schema, maxBytes: o.MaxRecordBytes}
 	slab, box := &strSlab{}, &boxes{}
 	for _, c := range schema.Columns {
@@ -162,15 +208,130 @@ func (d *decoder) checkRaw(raw []byte, total int) error {
 	return nil
 }
 
+// jsonInFlight is how many blocks of a JSON lines file are read ahead of
+// the one being handed on.
+const jsonInFlight = 4
+
+// jsonBlockOf is one block of a JSON lines file on its way: read on the
+// reading goroutine, decoded on one of two decoding goroutines, handed on
+// by the caller's, in order.
+type jsonBlockOf struct {
+	arena []byte // the records' bytes, record i ending at ends[i]
+	ends  []int
+	lines []int64
+	recs  []rawRecord
+	out   []decoded
+	err   error // what ended the reading after these records, if anything
+	done  chan struct{}
+}
+
+func (b *jsonBlockOf) reset() {
+	b.arena, b.ends, b.lines, b.recs, b.err = b.arena[:0], b.ends[:0], b.lines[:0], b.recs[:0], nil
+	b.done = make(chan struct{})
+}
+
+// decodeJSONL reads a JSON lines file. Decoding is the larger half of an
+// ingest's CPU, so three goroutines share the work besides the caller's:
+// one reads lines into blocks, two decode alternate blocks (each with its
+// own decoder, d and its twin), and the caller hands the records on in
+// order. Every goroutine has returned when it returns.
 func (d *decoder) decodeJSONL(ctx context.Context, r io.Reader, emit emitFunc) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	g, gctx := errgroup.WithContext(ctx)
+	ordered := make(chan *jsonBlockOf, jsonInFlight)
+	work := [2]chan *jsonBlockOf{make(chan *jsonBlockOf, jsonInFlight), make(chan *jsonBlockOf, jsonInFlight)}
+	free := make(chan *jsonBlockOf, jsonInFlight+2)
+	g.Go(func() error {
+		defer close(ordered)
+		defer close(work[0])
+		defer close(work[1])
+		return d.readJSONL(gctx, r, ordered, work, free)
+	})
+	for i, dec := range []*decoder{d, d.twin} {
+		g.Go(func() error {
+			for b := range work[i] {
+				for j, rec := range b.recs {
+					b.out[j] = dec.decodeJSON(rec)
+				}
+				close(b.done)
+			}
+			return nil
+		})
+	}
+	err := func() error {
+		for b := range ordered {
+			select {
+			case <-b.done:
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+			for i, o := range b.out[:len(b.recs)] {
+				if e := emit(b.lines[i], b.recs[i].b, o.row, o.bad); e != nil {
+					return e
+				}
+				b.out[i] = decoded{}
+			}
+			if b.err != nil {
+				return b.err
+			}
+			select {
+			case free <- b:
+			default:
+			}
+		}
+		return nil
+	}()
+	cancel()
+	for range ordered { // let the reader see the cancel and close
+	}
+	if gerr := g.Wait(); err == nil && gerr != nil && !errors.Is(gerr, context.Canceled) {
+		err = gerr
+	}
+	return err
+}
+
+// readJSONL cuts r into blocks of lines and sends each to ordered and to
+// one of work, alternately. A read error ends the last block.
+func (d *decoder) readJSONL(ctx context.Context, r io.Reader, ordered chan<- *jsonBlockOf, work [2]chan *jsonBlockOf, free chan *jsonBlockOf) error {
 	br := bufio.NewReaderSize(r, 256<<10)
 	var long []byte // a line longer than the reader's buffer, put together
 	var lineNo int64
-	row := d.newRow()
+	var sent int
+	next := func() *jsonBlockOf {
+		var b *jsonBlockOf
+		select {
+		case b = <-free:
+		default:
+			b = &jsonBlockOf{out: make([]decoded, jsonBlock)}
+		}
+		b.reset()
+		return b
+	}
+	b := next()
+	send := func(last bool) error {
+		if len(b.recs) == 0 && b.err == nil {
+			return nil
+		}
+		prev := 0
+		for i, end := range b.ends {
+			b.recs[i].b = b.arena[prev:end:end]
+			prev = end
+		}
+		for _, ch := range []chan<- *jsonBlockOf{ordered, work[sent%2]} {
+			select {
+			case ch <- b:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		sent++
+		if !last {
+			b = next()
+		}
+		return nil
+	}
 	for {
-		// A line within the reader's buffer is used where it lies (it is
-		// done with before the next read); a longer one is copied
-		// together, up to one byte over the record size limit.
 		line, err := br.ReadSlice('\n')
 		total := len(line)
 		if err == bufio.ErrBufferFull {
@@ -188,21 +349,19 @@ func (d *decoder) decodeJSONL(ctx context.Context, r io.Reader, emit emitFunc) e
 			line = line[:d.maxBytes+1]
 		}
 		if err != nil && err != io.EOF {
-			return err
+			// The records before the failure are handed on first, as
+			// they were read.
+			b.err = err
+			return send(true)
 		}
 		if total == 0 && err == io.EOF {
-			return nil
+			return send(true)
 		}
 		lineNo++
-		if lineNo%4096 == 0 {
-			if cerr := ctx.Err(); cerr != nil {
-				return cerr
-			}
-		}
 		rec := bytes.TrimRight(line, "\r\n")
 		if len(bytes.TrimSpace(rec)) == 0 && total <= d.maxBytes {
 			if err == io.EOF {
-				return nil
+				return send(true)
 			}
 			continue // blank lines are not records
 		}
@@ -213,22 +372,18 @@ func (d *decoder) decodeJSONL(ctx context.Context, r io.Reader, emit emitFunc) e
 		if total > d.maxBytes {
 			size = total
 		}
-		bad := d.checkRaw(rec, size)
-		if bad == nil {
-			bad = d.jsonRow(rec, row)
-		}
-		if bad != nil {
-			if e := emit(lineNo, rec, nil, bad); e != nil {
-				return e
-			}
-		} else {
-			if e := emit(lineNo, rec, row, nil); e != nil {
-				return e
-			}
-			row = d.newRow()
-		}
+		// The block keeps a copy: the reader's buffer moves on.
+		b.arena = append(b.arena, rec...)
+		b.ends = append(b.ends, len(b.arena))
+		b.lines = append(b.lines, lineNo)
+		b.recs = append(b.recs, rawRecord{size: size})
 		if err == io.EOF {
-			return nil
+			return send(true)
+		}
+		if len(b.recs) == jsonBlock || len(b.arena) >= jsonBlockBytes {
+			if err := send(false); err != nil {
+				return err
+			}
 		}
 	}
 }
