@@ -212,10 +212,10 @@ func (d *decoder) checkRaw(raw []byte, total int) error {
 // the one being handed on.
 const jsonInFlight = 4
 
-// jsonBlockOf is one block of a JSON lines file on its way: read on the
+// lineBlock is one block of a JSON lines file on its way: read on the
 // reading goroutine, decoded on one of two decoding goroutines, handed on
 // by the caller's, in order.
-type jsonBlockOf struct {
+type lineBlock struct {
 	arena []byte // the records' bytes, record i ending at ends[i]
 	ends  []int
 	lines []int64
@@ -225,7 +225,7 @@ type jsonBlockOf struct {
 	done  chan struct{}
 }
 
-func (b *jsonBlockOf) reset() {
+func (b *lineBlock) reset() {
 	b.arena, b.ends, b.lines, b.recs, b.err = b.arena[:0], b.ends[:0], b.lines[:0], b.recs[:0], nil
 	b.done = make(chan struct{})
 }
@@ -239,9 +239,9 @@ func (d *decoder) decodeJSONL(ctx context.Context, r io.Reader, emit emitFunc) e
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	g, gctx := errgroup.WithContext(ctx)
-	ordered := make(chan *jsonBlockOf, jsonInFlight)
-	work := [2]chan *jsonBlockOf{make(chan *jsonBlockOf, jsonInFlight), make(chan *jsonBlockOf, jsonInFlight)}
-	free := make(chan *jsonBlockOf, jsonInFlight+2)
+	ordered := make(chan *lineBlock, jsonInFlight)
+	work := [2]chan *lineBlock{make(chan *lineBlock, jsonInFlight), make(chan *lineBlock, jsonInFlight)}
+	free := make(chan *lineBlock, jsonInFlight+2)
 	g.Go(func() error {
 		defer close(ordered)
 		defer close(work[0])
@@ -293,17 +293,17 @@ func (d *decoder) decodeJSONL(ctx context.Context, r io.Reader, emit emitFunc) e
 
 // readJSONL cuts r into blocks of lines and sends each to ordered and to
 // one of work, alternately. A read error ends the last block.
-func (d *decoder) readJSONL(ctx context.Context, r io.Reader, ordered chan<- *jsonBlockOf, work [2]chan *jsonBlockOf, free chan *jsonBlockOf) error {
+func (d *decoder) readJSONL(ctx context.Context, r io.Reader, ordered chan<- *lineBlock, work [2]chan *lineBlock, free chan *lineBlock) error {
 	br := bufio.NewReaderSize(r, 256<<10)
 	var long []byte // a line longer than the reader's buffer, put together
 	var lineNo int64
 	var sent int
-	next := func() *jsonBlockOf {
-		var b *jsonBlockOf
+	next := func() *lineBlock {
+		var b *lineBlock
 		select {
 		case b = <-free:
 		default:
-			b = &jsonBlockOf{out: make([]decoded, jsonBlock)}
+			b = &lineBlock{out: make([]decoded, jsonBlock)}
 		}
 		b.reset()
 		return b
@@ -318,7 +318,7 @@ func (d *decoder) readJSONL(ctx context.Context, r io.Reader, ordered chan<- *js
 			b.recs[i].b = b.arena[prev:end:end]
 			prev = end
 		}
-		for _, ch := range []chan<- *jsonBlockOf{ordered, work[sent%2]} {
+		for _, ch := range []chan<- *lineBlock{ordered, work[sent%2]} {
 			select {
 			case ch <- b:
 			case <-ctx.Done():
