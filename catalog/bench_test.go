@@ -97,10 +97,7 @@ func BenchmarkListFiles(b *testing.B) {
 // through one file's writer: conversion, encoding and the pages'
 // compression, without the final row group flush and upload.
 func BenchmarkParquetWriterWrite(b *testing.B) {
-	schema, err := catalog.ParseSchema("event_id:uuid,list_id:int64,subscriber_id:uuid,tally:int32,event_time:timestamp")
-	if err != nil {
-		b.Fatal(err)
-	}
+	schema := mustSchema("event_id:uuid,list_id:int64,subscriber_id:uuid,tally:int32,event_time:timestamp")
 	rows := make([][]any, 1024)
 	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := range rows {

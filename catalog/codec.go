@@ -43,10 +43,6 @@ type adaptiveZstd struct {
 	level              int // 0 while undecided
 }
 
-// NewDataFileCodec returns a fresh zstd codec for one column of a data file
-// being written: it learns which level pays for that column's values.
-func NewDataFileCodec() compress.Codec { return &adaptiveZstd{} }
-
 // Codecs hands out one shared codec per column name, for writers of one
 // table in one run: what the first pages of a column taught holds for the
 // same column in the next file. The zero value is not usable; a nil
@@ -62,7 +58,7 @@ func NewCodecs() *Codecs { return &Codecs{m: map[string]*adaptiveZstd{}} }
 // For returns the codec of the named column.
 func (cs *Codecs) For(column string) compress.Codec {
 	if cs == nil {
-		return NewDataFileCodec()
+		return &adaptiveZstd{} // learns this file's column alone
 	}
 	cs.mu.Lock()
 	defer cs.mu.Unlock()

@@ -45,7 +45,7 @@ func TestAdaptiveZstdPicksALevelPerColumnAndRoundTrips(t *testing.T) {
 		}, zstdSmallLevel},
 	} {
 		t.Run(name, func(t *testing.T) {
-			codec := NewDataFileCodec().(*adaptiveZstd)
+			codec := &adaptiveZstd{}
 			var dst []byte
 			for i, p := range pages(12, c.gen) {
 				var err error

@@ -25,7 +25,7 @@ func ScanParquetColumn(ctx context.Context, st cloud.Store, key string, size int
 	if err != nil {
 		return err
 	}
-	_, cols, _, err := describeParquet(key, f)
+	cols, err := fileColumns(key, f.Metadata()) // the columns only: no statistics
 	if err != nil {
 		return err
 	}

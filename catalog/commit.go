@@ -323,13 +323,10 @@ func (s *staged) build(ctx context.Context, base *Manifest) (*Manifest, error) {
 		next.Properties = map[string]string{}
 	}
 	maps.Copy(next.Properties, c.Properties)
-	if len(c.Checkpoints) > 0 && next.Checkpoints == nil {
+	if (len(c.Checkpoints) > 0 || len(c.CheckpointMerge) > 0) && next.Checkpoints == nil {
 		next.Checkpoints = map[string]json.RawMessage{}
 	}
 	maps.Copy(next.Checkpoints, c.Checkpoints)
-	if len(c.CheckpointMerge) > 0 && next.Checkpoints == nil {
-		next.Checkpoints = map[string]json.RawMessage{}
-	}
 	for _, k := range slices.Sorted(maps.Keys(c.CheckpointMerge)) {
 		cur := next.Checkpoints[k]
 		if len(compactJSON(cur)) == 0 {

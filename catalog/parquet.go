@@ -990,8 +990,9 @@ func WriteParquet(ctx context.Context, st cloud.Store, key string, schema Schema
 //	              smallest FIXED_LEN_BYTE_ARRAY that holds p digits
 //	binary        BYTE_ARRAY
 //
-// Page statistics (min/max/nulls per page and per column chunk) are on. A
-// ParquetWriter is not safe for concurrent use.
+// Statistics (min/max/nulls) are in the footer per column chunk and in the
+// page index per page (see ParquetWriterOptions). A ParquetWriter is not
+// safe for concurrent use.
 type ParquetWriter struct {
 	schema Schema
 	tmp    *os.File
@@ -1030,28 +1031,16 @@ func (pw *ParquetWriter) FlushRowGroup() error {
 // run pass the same codecs, so that each column's compression level is
 // learnt once; nil learns it afresh for this file.
 func NewParquetWriter(schema Schema, codecs *Codecs) (*ParquetWriter, error) {
-	if len(schema.Columns) == 0 {
-		return nil, errors.New("parquet writer: the schema has no columns")
-	}
-	fields := make(orderedGroup, len(schema.Columns))
-	enc := make([]func(any) (parquet.Value, error), len(schema.Columns))
-	for i, c := range schema.Columns {
-		n, e, err := columnNode(c)
-		if err != nil {
-			return nil, fmt.Errorf("parquet writer: column %q: %w", c.Name, err)
-		}
-		fields[i] = &namedField{Node: parquet.Compressed(n, codecs.For(c.Name)), name: c.Name}
-		enc[i] = e
+	ps, enc, err := parquetFields(schema, nil, codecs)
+	if err != nil {
+		return nil, fmt.Errorf("parquet writer: %w", err)
 	}
 	tmp, err := os.CreateTemp("", "sluice-*.parquet")
 	if err != nil {
 		return nil, fmt.Errorf("parquet writer: %w", err)
 	}
-	w := parquet.NewGenericWriter[any](tmp, parquet.NewSchema("sluice", fields),
-		parquet.Compression(&parquet.Zstd),
-		parquet.MaxRowsPerRowGroup(parquetRowGroupRows),
-		parquet.DictionaryMaxBytes(parquetDictionaryMaxBytes),
-	)
+	opts := append(ParquetWriterOptions(), ps, parquet.MaxRowsPerRowGroup(parquetRowGroupRows))
+	w := parquet.NewGenericWriter[any](tmp, opts...)
 	return &ParquetWriter{schema: schema, tmp: tmp, w: w, enc: enc}, nil
 }
 
@@ -1091,66 +1080,12 @@ func (pw *ParquetWriter) Write(ctx context.Context, rows [][]any) error {
 			}
 		}
 		var pending int64
-		for i, c := range cols {
-			vals := pw.colVals[i][:0]
-			def := 0
-			if c.Nullable {
-				def = 1
+		for i := range cols {
+			k, bytes, err := pw.encodeColumn(i, rows[:good], pw.rows)
+			pending += bytes
+			if err != nil {
+				good, bad = k, err
 			}
-			kind := c.Type.Kind
-			for k := range good {
-				v := rows[k][i]
-				// The common Go types inline, the rest (and a value of
-				// the wrong type, which it names) through the column's
-				// encoder.
-				var pv parquet.Value
-				ok := true
-				switch x := v.(type) {
-				case string:
-					if ok = kind == KindString || kind == KindUUID; ok {
-						pv = parquet.ByteArrayValue(stringBytes(x))
-						pending += int64(len(x)) + 4
-					}
-				case int64:
-					if ok = kind == KindInt64; ok {
-						pv = parquet.Int64Value(x)
-						pending += 8
-					}
-				case int32:
-					if ok = kind == KindInt32; ok {
-						pv = parquet.Int32Value(x)
-						pending += 8
-					}
-				case time.Time:
-					if ok = kind == KindTimestamp; ok {
-						pv = parquet.Int64Value(x.UnixMicro())
-						pending += 8
-					}
-				case nil:
-					if !c.Nullable {
-						good, bad = k, fmt.Errorf("row %d: column %q: NULL in a column that is not nullable", pw.rows+int64(k), c.Name)
-						break
-					}
-					vals = append(vals, parquet.NullValue().Level(0, 0, i))
-					pending += 8
-					continue
-				default:
-					ok = false
-				}
-				if bad != nil {
-					break
-				}
-				if !ok {
-					var err error
-					if pv, err = pw.enc[i](v); err != nil {
-						good, bad = k, fmt.Errorf("row %d: column %q: %w", pw.rows+int64(k), c.Name, err)
-						break
-					}
-					pending += valueBytes(pv)
-				}
-				vals = append(vals, pv.Level(0, def, i))
-			}
-			pw.colVals[i] = vals
 		}
 		if good < n {
 			// Rows from the bad one on are not written: count again.
@@ -1188,6 +1123,62 @@ func (pw *ParquetWriter) Write(ctx context.Context, rows [][]any) error {
 		rows = rows[n:]
 	}
 	return nil
+}
+
+// encodeColumn converts column i of rows (the first counted as row first
+// of the writer's life) into pw.colVals[i], and returns the bytes they
+// will hold in the column buffer. At a bad value it stops and returns its
+// row within rows and the error naming it.
+func (pw *ParquetWriter) encodeColumn(i int, rows [][]any, first int64) (int, int64, error) {
+	c := pw.schema.Columns[i]
+	def := 0
+	if c.Nullable {
+		def = 1
+	}
+	kind := c.Type.Kind
+	vals := pw.colVals[i][:0]
+	defer func() { pw.colVals[i] = vals }()
+	var bytes int64
+	for k, row := range rows {
+		// The common Go types inline, the rest (and a value of the wrong
+		// type, which it names) through the column's encoder.
+		var pv parquet.Value
+		ok := false
+		switch x := row[i].(type) {
+		case string:
+			if ok = kind == KindString || kind == KindUUID; ok {
+				pv = parquet.ByteArrayValue(stringBytes(x))
+			}
+		case int64:
+			if ok = kind == KindInt64; ok {
+				pv = parquet.Int64Value(x)
+			}
+		case int32:
+			if ok = kind == KindInt32; ok {
+				pv = parquet.Int32Value(x)
+			}
+		case time.Time:
+			if ok = kind == KindTimestamp; ok {
+				pv = parquet.Int64Value(x.UnixMicro())
+			}
+		case nil:
+			if !c.Nullable {
+				return k, bytes, fmt.Errorf("row %d: column %q: NULL in a column that is not nullable", first+int64(k), c.Name)
+			}
+			vals = append(vals, parquet.NullValue().Level(0, 0, i))
+			bytes += 8
+			continue
+		}
+		if !ok {
+			var err error
+			if pv, err = pw.enc[i](row[i]); err != nil {
+				return k, bytes, fmt.Errorf("row %d: column %q: %w", first+int64(k), c.Name, err)
+			}
+		}
+		vals = append(vals, pv.Level(0, def, i))
+		bytes += valueBytes(pv)
+	}
+	return len(rows), bytes, nil
 }
 
 // valueBytes estimates the bytes a value holds in a column buffer.

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -102,21 +103,33 @@ func NoPanic(fn func() error) error { return noPanic(fn) }
 // until the writer gives up on it. plain may be shorter than the schema.
 // Its columns compress with codecs' (see NewParquetWriter).
 func ParquetSchemaPlain(schema Schema, plain []bool, codecs *Codecs) (*parquet.Schema, error) {
+	ps, _, err := parquetFields(schema, plain, codecs)
+	if err != nil {
+		return nil, fmt.Errorf("parquet schema: %w", err)
+	}
+	return ps, nil
+}
+
+// parquetFields builds ParquetSchemaPlain's schema and, for each column,
+// the encoder of its Go values (see ParquetWriter).
+func parquetFields(schema Schema, plain []bool, codecs *Codecs) (*parquet.Schema, []func(any) (parquet.Value, error), error) {
 	if len(schema.Columns) == 0 {
-		return nil, fmt.Errorf("parquet schema: the schema has no columns")
+		return nil, nil, errors.New("the schema has no columns")
 	}
 	fields := make(orderedGroup, len(schema.Columns))
+	enc := make([]func(any) (parquet.Value, error), len(schema.Columns))
 	for i, c := range schema.Columns {
-		n, _, err := columnNode(c)
+		n, e, err := columnNode(c)
 		if err != nil {
-			return nil, fmt.Errorf("parquet schema: column %q: %w", c.Name, err)
+			return nil, nil, fmt.Errorf("column %q: %w", c.Name, err)
 		}
 		if i < len(plain) && plain[i] {
 			n = parquet.Encoded(n, &parquet.Plain)
 		}
 		fields[i] = &namedField{Node: parquet.Compressed(n, codecs.For(c.Name)), name: c.Name}
+		enc[i] = e
 	}
-	return parquet.NewSchema("sluice", fields), nil
+	return parquet.NewSchema("sluice", fields), enc, nil
 }
 
 // Stored returns the schema as a data file sluice wrote says it is when

@@ -2,7 +2,6 @@ package catalog
 
 import (
 	"fmt"
-	"sync"
 	_ "unsafe" // go:linkname
 
 	ddzstd "github.com/DataDog/zstd"
@@ -35,18 +34,15 @@ func (cZstd) Encode(dst, src []byte) ([]byte, error) {
 	return compressLevel(dst, src, zstdSmallLevel)
 }
 
-// zstdDCtxs are reusable decompression contexts.
-var zstdDCtxs = sync.Pool{New: func() any { return ddzstd.NewCtx() }}
-
 // Decode decompresses one page. dst, when its capacity holds the page's
 // uncompressed size (parquet-go passes such a buffer), is reused.
 func (cZstd) Decode(dst, src []byte) ([]byte, error) {
 	if len(src) == 0 {
 		return dst[:0], nil
 	}
-	zc := zstdDCtxs.Get().(ddzstd.Ctx)
+	zc := zstdCtxs.Get().(ddzstd.Ctx) // a context both compresses and decompresses
 	out, err := zc.Decompress(dst[:cap(dst)], src)
-	zstdDCtxs.Put(zc)
+	zstdCtxs.Put(zc)
 	if err != nil {
 		return dst[:0], fmt.Errorf("zstd: %w", err)
 	}
