@@ -109,7 +109,8 @@ func (r Result) Err() error {
 }
 
 // Run compacts the table: plan, rewrite bins in parallel, verify, commit
-// per group of partitions. An error in one partition does not stop the
+// per group of partitions. With no target file size in o, the table's
+// own applies (catalog.Manifest.TargetFileSize). An error in one partition does not stop the
 // others; see Result.Failed. The returned error is for the run as a whole
 // (the table could not be read, the context was cancelled).
 func Run(ctx context.Context, t Table, o Options) (Result, error) {
@@ -130,17 +131,23 @@ func Run(ctx context.Context, t Table, o Options) (Result, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	o.Rewrite.MemoryBudget = o.MemoryBudget / int64(o.Workers)
+	if o.Rewrite.Codecs == nil {
+		o.Rewrite.Codecs = catalog.NewCodecs()
+	}
+
+	m, err := t.Latest(ctx)
+	if err != nil {
+		return res, err
+	}
+	if o.Plan.TargetFileSize == 0 && o.Rewrite.TargetFileSize == 0 {
+		o.Plan.TargetFileSize = m.TargetFileSize()
+	}
 	if o.Rewrite.TargetFileSize == 0 {
 		o.Rewrite.TargetFileSize = o.Plan.TargetFileSize
 	}
 	if o.Plan.TargetFileSize == 0 {
 		o.Plan.TargetFileSize = o.Rewrite.TargetFileSize
-	}
-	o.Rewrite.MemoryBudget = o.MemoryBudget / int64(o.Workers)
-
-	m, err := t.Latest(ctx)
-	if err != nil {
-		return res, err
 	}
 	files, err := t.Files(ctx, m)
 	if err != nil {
@@ -259,10 +266,6 @@ func Run(ctx context.Context, t Table, o Options) (Result, error) {
 		o.Logger.Info("committed", "version", nm.Version, "partitions", len(ok), "files_in", len(ch.Remove), "files_out", len(ch.Add))
 	}
 
-	codecs := o.Rewrite.Codecs
-	if codecs == nil {
-		codecs = catalog.NewCodecs()
-	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(o.Workers)
 	for _, b := range bins {
@@ -275,7 +278,6 @@ func Run(ctx context.Context, t Table, o Options) (Result, error) {
 			if !failed {
 				ro := o.Rewrite
 				ro.Outputs = b.Outputs
-				ro.Codecs = codecs
 				rr, err = Rewrite(gctx, open, t.Store(), m.Schema, b.Partition, b.Inputs, ro)
 			}
 			if cerr := gctx.Err(); cerr != nil {

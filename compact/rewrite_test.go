@@ -74,7 +74,6 @@ func readRows(t testing.TB, st cloud.Store, schema catalog.Schema, files []catal
 	return out
 }
 
-// listKeys lists every object of st.
 // tempStore is a local store in a fresh temporary folder.
 func tempStore(t testing.TB) cloud.Store {
 	t.Helper()
@@ -96,6 +95,7 @@ func eventInputs(t testing.TB, st cloud.Store, schema catalog.Schema, n int) []c
 	return inputs
 }
 
+// listKeys lists every object of st.
 func listKeys(t testing.TB, st cloud.Store) []string {
 	t.Helper()
 	var keys []string

@@ -46,18 +46,11 @@ others go on; the exit code is then 1.`,
 				return err
 			}
 			defer t.Close()
-			m, err := t.Latest(ctx)
-			if err != nil {
-				return err
-			}
-			var target uint64
-			switch {
-			case targetSize != "":
+			var target uint64 // zero: the table's own
+			if targetSize != "" {
 				if target, err = humanize.ParseBytes(targetSize); err != nil || target == 0 {
 					return usageError{cmd: "compact", err: fmt.Errorf("--target-file-size %q: want a size such as 256MiB", targetSize)}
 				}
-			default:
-				target = uint64(m.TargetFileSize())
 			}
 			var budget uint64
 			if memory != "" {
