@@ -113,8 +113,9 @@ func (c *converter) fromJSON(v *fastjson.Value) (any, error) {
 	}
 	b, _ := v.StringBytes()
 	switch col.Type.Kind {
-	case catalog.KindTimestamp, catalog.KindDate:
-		// Parsed into a new value: the text need not be kept.
+	case catalog.KindTimestamp, catalog.KindDate, catalog.KindBinary:
+		// Parsed (or base64-decoded) into a new value: the text need not
+		// be kept.
 		return c.fromText(view(b))
 	}
 	return c.fromText(c.slab.str(b))

@@ -37,8 +37,8 @@ type decoder struct {
 	parser   fastjson.Parser
 	rows     []any // the rest of the chunk newRow cuts rows from
 	extras         // the _extra column, when the table has one
-	// twin decodes every other block of a JSON lines file beside d, on
-	// another goroutine (decodeJSONL). Nil in a twin.
+	// twin decodes blocks of a JSON lines file beside d, on another
+	// goroutine (decodeJSONL). Nil in a twin.
 	twin *decoder
 }
 
@@ -232,25 +232,24 @@ func (b *lineBlock) reset() {
 
 // decodeJSONL reads a JSON lines file. Decoding is the larger half of an
 // ingest's CPU, so three goroutines share the work besides the caller's:
-// one reads lines into blocks, two decode alternate blocks (each with its
-// own decoder, d and its twin), and the caller hands the records on in
-// order. Every goroutine has returned when it returns.
+// one reads lines into blocks, two decode whichever block comes next
+// (each with its own decoder, d and its twin), and the caller hands the
+// records on in order. Every goroutine has returned when it returns.
 func (d *decoder) decodeJSONL(ctx context.Context, r io.Reader, emit emitFunc) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	g, gctx := errgroup.WithContext(ctx)
 	ordered := make(chan *lineBlock, jsonInFlight)
-	work := [2]chan *lineBlock{make(chan *lineBlock, jsonInFlight), make(chan *lineBlock, jsonInFlight)}
+	work := make(chan *lineBlock, jsonInFlight)
 	free := make(chan *lineBlock, jsonInFlight+2)
 	g.Go(func() error {
 		defer close(ordered)
-		defer close(work[0])
-		defer close(work[1])
+		defer close(work)
 		return d.readJSONL(gctx, r, ordered, work, free)
 	})
-	for i, dec := range []*decoder{d, d.twin} {
+	for _, dec := range []*decoder{d, d.twin} {
 		g.Go(func() error {
-			for b := range work[i] {
+			for b := range work {
 				for j, rec := range b.recs {
 					b.out[j] = dec.decodeJSON(rec)
 				}
@@ -292,12 +291,11 @@ func (d *decoder) decodeJSONL(ctx context.Context, r io.Reader, emit emitFunc) e
 }
 
 // readJSONL cuts r into blocks of lines and sends each to ordered and to
-// one of work, alternately. A read error ends the last block.
-func (d *decoder) readJSONL(ctx context.Context, r io.Reader, ordered chan<- *lineBlock, work [2]chan *lineBlock, free chan *lineBlock) error {
+// work. A read error ends the last block.
+func (d *decoder) readJSONL(ctx context.Context, r io.Reader, ordered, work chan<- *lineBlock, free <-chan *lineBlock) error {
 	br := bufio.NewReaderSize(r, 256<<10)
 	var long []byte // a line longer than the reader's buffer, put together
 	var lineNo int64
-	var sent int
 	next := func() *lineBlock {
 		var b *lineBlock
 		select {
@@ -318,14 +316,13 @@ func (d *decoder) readJSONL(ctx context.Context, r io.Reader, ordered chan<- *li
 			b.recs[i].b = b.arena[prev:end:end]
 			prev = end
 		}
-		for _, ch := range []chan<- *lineBlock{ordered, work[sent%2]} {
+		for _, ch := range []chan<- *lineBlock{ordered, work} {
 			select {
 			case ch <- b:
 			case <-ctx.Done():
 				return ctx.Err()
 			}
 		}
-		sent++
 		if !last {
 			b = next()
 		}
@@ -365,12 +362,9 @@ func (d *decoder) readJSONL(ctx context.Context, r io.Reader, ordered chan<- *li
 			}
 			continue // blank lines are not records
 		}
+		size := total - (len(line) - len(rec)) // without the line ending
 		if total > d.maxBytes {
-			rec = line[:min(len(line), d.maxBytes)]
-		}
-		size := total - (len(line) - len(rec))
-		if total > d.maxBytes {
-			size = total
+			rec, size = line[:min(len(line), d.maxBytes)], total
 		}
 		// The block keeps a copy: the reader's buffer moves on.
 		b.arena = append(b.arena, rec...)

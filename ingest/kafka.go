@@ -308,7 +308,7 @@ func runKafka(ctx context.Context, t *catalog.Table, source string, o Options) (
 	target := o.targetFileSize(m)
 	kr := &kafkaRun{ctx: ctx, o: o, ks: ks, group: group, log: log, t: t, m: m, qt: qt, qm: qm,
 		cpKey: cpKey, qKey: "quarantined:" + canonicalLocation(t.Location()) + " " + cpKey,
-		target: target, dec: newDecoder(m.Schema, o), now: time.Now().UTC().Truncate(time.Microsecond),
+		target: target, dec: newSoloDecoder(m.Schema, o), now: time.Now().UTC().Truncate(time.Microsecond),
 		wake: make(chan struct{}, 1), res: &res, progressAt: start,
 		pending: map[int32]bool{}, parts: map[int32]*kafkaPart{}, paused: map[int32]bool{},
 		tableParts: map[string]bool{}, covered: map[int32]bool{}}
@@ -1168,18 +1168,9 @@ func (kr *kafkaRun) commitGroup(cl *kgo.Client, offs map[int32]int64) {
 // decodeJSONL does a line: it returns the row, or the (possibly
 // truncated) raw bytes to quarantine and why.
 func (d *decoder) decodeValue(raw []byte) (row []any, rec []byte, bad error) {
-	rec = raw
-	if len(rec) > d.maxBytes {
-		rec = rec[:d.maxBytes]
-	}
-	if err := d.checkRaw(rec, len(raw)); err != nil {
-		return nil, rec, err
-	}
-	row = d.newRow()
-	if err := d.jsonRow(rec, row); err != nil {
-		return nil, rec, err
-	}
-	return row, rec, nil
+	rec = raw[:min(len(raw), d.maxBytes)]
+	r := d.decodeJSON(rawRecord{b: rec, size: len(raw)})
+	return r.row, rec, r.bad
 }
 
 // decompressPool lends franz-go the buffers it decompresses fetched

@@ -58,11 +58,6 @@ type sink struct {
 	stopped bool // w.batches is closed
 }
 
-// queuedBytes counts the estimated bytes of the batch waiting in a sink's
-// queue: the sink adds them when it hands a batch over, the writer takes
-// them off when it picks the batch up.
-type queuedBytes = atomic.Int64
-
 // buffered is one partition's rows not yet handed to the writer.
 type buffered struct {
 	vals map[string]*string
@@ -94,9 +89,12 @@ type sinkWriter struct {
 	inBytes, outBytes int64
 
 	batches chan batch // holds one batch besides the one being written
-	queued  queuedBytes
-	done    chan struct{}
-	err     error // read after done is closed
+	// queued counts the estimated bytes of the batch waiting in the
+	// queue: the sink adds them when it hands a batch over, the writer
+	// takes them off when it picks the batch up.
+	queued atomic.Int64
+	done   chan struct{}
+	err    error // read after done is closed
 }
 
 type partition struct {
@@ -173,12 +171,17 @@ func (s *sink) write(ctx context.Context) error {
 	if s.buffered == 0 {
 		return nil
 	}
-	b := batch{parts: s.parts, bytes: s.buffered}
+	return s.send(ctx, s.take(false))
+}
+
+// take returns what is buffered as a batch, and starts buffering afresh.
+func (s *sink) take(final bool) batch {
+	b := batch{parts: s.parts, bytes: s.buffered, final: final}
 	for p, bp := range s.parts {
 		s.hint[p] = len(bp.rows)
 	}
 	s.parts, s.buffered = map[string]*buffered{}, 0
-	return s.send(ctx, b)
+	return b
 }
 
 func (s *sink) send(ctx context.Context, b batch) error {
@@ -234,9 +237,7 @@ func (s *sink) fileFailed() error {
 // close writes what is buffered, finishes every open file, and returns
 // the files written.
 func (s *sink) close(ctx context.Context) ([]catalog.DataFile, error) {
-	b := batch{parts: s.parts, bytes: s.buffered, final: true}
-	s.parts, s.buffered = map[string]*buffered{}, 0
-	if err := s.send(ctx, b); err != nil {
+	if err := s.send(ctx, s.take(true)); err != nil {
 		s.stop()
 		return nil, err
 	}

@@ -157,7 +157,8 @@ records_deduplicated.`,
 	cmd.Flags().DurationVar(&minAge, "min-age", 0, "leave files modified more recently than this for the next run")
 	cmd.Flags().StringVar(&epochUnit, "epoch-unit", "s", "unit of numeric timestamps: s, ms or us")
 	cmd.Flags().StringVar(&maxRecordBytes, "max-record-bytes", "1MiB", "largest record accepted; larger ones are quarantined")
-	cmd.Flags().StringVar(&memory, "memory", "256MiB", "memory budget for rows buffered before they are written; the process aims to stay within it plus 128MiB")
+	cmd.Flags().StringVar(&memory, "memory", humanize.IBytes(ingest.DefaultMemoryBudget),
+		"memory budget for rows buffered before they are written; the process aims to stay within it plus "+humanize.IBytes(gcHeadroom))
 	cmd.Flags().BoolVar(&ordered, "ordered-names", false, "landing file names only increase: keep a high-water mark in the checkpoint instead of every name")
 	cmd.Flags().StringVar(&dedupKey, "dedup-key", "", "drop records whose value of this column the table's commits of the --dedup-window, or earlier records of the run, already wrote")
 	cmd.Flags().DurationVar(&dedupWindow, "dedup-window", 0, "how far back, by commit time, --dedup-key looks (default 24h)")
