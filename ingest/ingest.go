@@ -183,11 +183,12 @@ func Run(ctx context.Context, t *catalog.Table, source string, o Options) (Resul
 	// Read, starting over without a file that failed after its rows
 	// reached a writer (see errRestart).
 	excluded := map[string]error{}
+	codecs, qCodecs := catalog.NewCodecs(), catalog.NewCodecs()
 	var rd *reading
 	for {
 		rd = &reading{o: o, src: src, srcURL: loc.String(), qcp: qcp, now: time.Now().UTC().Truncate(time.Microsecond),
-			main: newSink(t, m, o.MemoryBudget*3/4, target),
-			quar: newSink(qt, quarantineShape, o.MemoryBudget/4, target),
+			main: newSink(t, m, o.MemoryBudget*3/4, target, codecs),
+			quar: newSink(qt, quarantineShape, o.MemoryBudget/4, target, qCodecs),
 			dec:  newDecoder(m.Schema, o), dedup: dd.forFiles()}
 		err = rd.readAll(ctx, todo, excluded)
 		if !errors.Is(err, errRestart) {

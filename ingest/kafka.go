@@ -311,7 +311,8 @@ func runKafka(ctx context.Context, t *catalog.Table, source string, o Options) (
 		target: target, dec: newSoloDecoder(m.Schema, o), now: time.Now().UTC().Truncate(time.Microsecond),
 		wake: make(chan struct{}, 1), res: &res, progressAt: start,
 		pending: map[int32]bool{}, parts: map[int32]*kafkaPart{}, paused: map[int32]bool{},
-		tableParts: map[string]bool{}, covered: map[int32]bool{}}
+		tableParts: map[string]bool{}, covered: map[int32]bool{},
+		codecs: catalog.NewCodecs(), qCodecs: catalog.NewCodecs()}
 	kr.newSinks()
 
 	opts := []kgo.Opt{kgo.SeedBrokers(ks.brokers...),
@@ -530,7 +531,10 @@ type kafkaRun struct {
 	paused     map[int32]bool       // fetching paused: read to the end
 	resume     []int32              // planned anew while paused
 	main, quar *sink
-	full       bool // MaxRecords were read
+	// codecs and qCodecs outlive the sinks, renewed after each commit:
+	// each column's compression level is learnt once per run.
+	codecs, qCodecs *catalog.Codecs
+	full            bool // MaxRecords were read
 
 	// The topic's partitions when the run started: what the group as a
 	// whole is to read (see notCaughtUp).
@@ -546,8 +550,8 @@ type kafkaRun struct {
 // they hand rows to their writers in small batches rather than holding
 // the budget's worth.
 func (kr *kafkaRun) newSinks() {
-	kr.main = newSink(kr.t, kr.m, kr.o.MemoryBudget*3/4, kr.target).streaming()
-	kr.quar = newSink(kr.qt, quarantineShape, kr.o.MemoryBudget/4, kr.target).streaming()
+	kr.main = newSink(kr.t, kr.m, kr.o.MemoryBudget*3/4, kr.target, kr.codecs).streaming()
+	kr.quar = newSink(kr.qt, quarantineShape, kr.o.MemoryBudget/4, kr.target, kr.qCodecs).streaming()
 }
 
 // abort deletes the files written and not committed.
@@ -1030,6 +1034,17 @@ func (kr *kafkaRun) record(ctx context.Context, r *kgo.Record, kp *kafkaPart) er
 // run's partitions into the newest checkpoint. It returns the offsets
 // committed, for the group.
 func (kr *kafkaRun) commitLocked(ctx context.Context) (map[int32]int64, error) {
+	var covered []*kafkaPart
+	for _, p := range slices.Sorted(maps.Keys(kr.parts)) {
+		if kp := kr.parts[p]; kp.advanced() {
+			covered = append(covered, kp)
+		}
+	}
+	if len(covered) == 0 {
+		// Nothing new on the topic: rows reach the sinks only with a
+		// partition advancing, so they are empty and stay as they are.
+		return nil, nil
+	}
 	mainFiles, err := kr.main.close(ctx)
 	var qFiles []catalog.DataFile
 	if err == nil {
@@ -1041,18 +1056,11 @@ func (kr *kafkaRun) commitLocked(ctx context.Context) (map[int32]int64, error) {
 		kr.quar.abort(cleanup)
 		return nil, err
 	}
-	var covered, qCovered []*kafkaPart
-	for _, p := range slices.Sorted(maps.Keys(kr.parts)) {
-		if kp := kr.parts[p]; kp.advanced() {
-			covered = append(covered, kp)
-			if len(qFiles) > 0 && kp.next > kp.quarT {
-				qCovered = append(qCovered, kp)
-			}
+	var qCovered []*kafkaPart
+	for _, kp := range covered {
+		if len(qFiles) > 0 && kp.next > kp.quarT {
+			qCovered = append(qCovered, kp)
 		}
-	}
-	if len(covered) == 0 {
-		kr.newSinks()
-		return nil, nil // nothing new on the topic
 	}
 	cpMerge := func(cur json.RawMessage) (json.RawMessage, error) {
 		c, err := parseKafkaCheckpoint(cur)

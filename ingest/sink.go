@@ -103,9 +103,11 @@ type partition struct {
 	wIn  int64 // input bytes of rows written to w
 }
 
-func newSink(t *catalog.Table, m *catalog.Manifest, budget, target int64) *sink {
+// newSink returns a sink of table t (whose manifest is m). Its files
+// compress with codecs, shared by the run's sinks of the same table.
+func newSink(t *catalog.Table, m *catalog.Manifest, budget, target int64, codecs *catalog.Codecs) *sink {
 	return &sink{router: catalog.NewPartitioner(m.Schema, m.Spec), budget: budget / 2, parts: map[string]*buffered{}, hint: map[string]int{},
-		w: &sinkWriter{t: t, schema: m.Schema, codecs: catalog.NewCodecs(), budget: budget / 2, target: target, parts: map[string]*partition{},
+		w: &sinkWriter{t: t, schema: m.Schema, codecs: codecs, budget: budget / 2, target: target, parts: map[string]*partition{},
 			batches: make(chan batch, 1), done: make(chan struct{})}}
 }
 
