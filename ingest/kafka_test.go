@@ -304,3 +304,27 @@ func TestKafkaIngestBadSource(t *testing.T) {
 		t.Errorf("unknown topic: err = %v", err)
 	}
 }
+
+// A Kafka run drops records whose dedup key an earlier record of the run
+// or a commit in the window already wrote, and counts them.
+func TestKafkaIngestDedupKey(t *testing.T) {
+	addrs := kafkaCluster(t, 3, "events")
+	src := "kafka://" + addrs + "/events"
+	tb := newTable(t, filepath.Join(t.TempDir(), "events"))
+	pr := producer(t, addrs, "events")
+	dedup := ingest.Options{DedupKey: "event_id"}
+
+	produce(t, pr, 3, append(kafkaEvents(0, 10), kafkaEvents(5, 10)...)) // 5..9 twice
+	res := runOK(t, tb, src, dedup)
+	if res.RecordsIn != 20 || res.RowsWritten != 15 || res.RecordsDeduplicated != 5 {
+		t.Fatalf("first run: %+v", res)
+	}
+	produce(t, pr, 3, kafkaEvents(10, 10)) // 10..14 written by the first run
+	res = runOK(t, tb, src, dedup)
+	if res.RecordsIn != 10 || res.RowsWritten != 5 || res.RecordsDeduplicated != 5 {
+		t.Fatalf("second run: %+v", res)
+	}
+	if got := listIDs(t, tb); !slices.Equal(got, seq(0, 20)) {
+		t.Fatalf("ids %v, want 0..19 once each", got)
+	}
+}
