@@ -83,18 +83,14 @@ type dedupKeys struct {
 	written map[key128]struct{}
 }
 
-// newDedup checks o.DedupKey against the table's latest schema and
-// returns the keys to load; nil without a DedupKey.
-func newDedup(ctx context.Context, t *catalog.Table, o Options) (*dedupKeys, error) {
+// newDedup checks o.DedupKey (o with its defaults) against the schema of
+// m, the table's manifest the run starts from, and returns the keys to
+// load; nil without a DedupKey.
+func newDedup(t *catalog.Table, m *catalog.Manifest, o Options) (*dedupKeys, error) {
 	if o.DedupKey == "" {
 		return nil, nil
 	}
-	o = o.withDefaults()
 	start := dedupNow()
-	m, err := t.Latest(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("ingest into %s: %w", t.Location(), err)
-	}
 	for i, c := range m.Schema.Columns {
 		if c.Name == o.DedupKey {
 			return &dedupKeys{t: t, m: m, col: c, idx: i, window: o.DedupWindow, start: start,

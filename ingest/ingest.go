@@ -95,15 +95,8 @@ type landingFile struct {
 // first failed file and its cause.
 func Run(ctx context.Context, t *catalog.Table, source string, o Options) (Result, error) {
 	var res Result
-	dd, err := newDedup(ctx, t, o)
-	if err != nil {
-		return res, err
-	}
 	if strings.HasPrefix(strings.ToLower(source), "kafka://") {
-		o.dedup = dd.forRecords()
-		res, err := runKafka(ctx, t, source, o)
-		res.RecordsDeduplicated = o.dedup.count()
-		return res, err
+		return runKafka(ctx, t, source, o)
 	}
 	if err := o.Validate(); err != nil {
 		return res, err
@@ -113,6 +106,10 @@ func Run(ctx context.Context, t *catalog.Table, source string, o Options) (Resul
 	m, err := t.Latest(ctx)
 	if err != nil {
 		return res, fmt.Errorf("ingest into %s: %w", t.Location(), err)
+	}
+	dd, err := newDedup(t, m, o)
+	if err != nil {
+		return res, err
 	}
 	res.Version = m.Version
 	loc, err := cloud.ParseLocation(source)

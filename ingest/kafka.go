@@ -300,6 +300,10 @@ func runKafka(ctx context.Context, t *catalog.Table, source string, o Options) (
 	if _, err := parseKafkaCheckpoint(m.Checkpoints[cpKey]); err != nil {
 		return res, fmt.Errorf("ingest into %s: %s: %w", t.Location(), cpKey, err)
 	}
+	dd, err := newDedup(t, m, o)
+	if err != nil {
+		return res, err
+	}
 	qt, qm, err := quarantineOf(ctx, t, o)
 	if err != nil {
 		return res, err
@@ -312,7 +316,7 @@ func runKafka(ctx context.Context, t *catalog.Table, source string, o Options) (
 		wake: make(chan struct{}, 1), res: &res, progressAt: start,
 		pending: map[int32]bool{}, parts: map[int32]*kafkaPart{}, paused: map[int32]bool{},
 		tableParts: map[string]bool{}, covered: map[int32]bool{},
-		codecs: catalog.NewCodecs(), qCodecs: catalog.NewCodecs()}
+		codecs: catalog.NewCodecs(), qCodecs: catalog.NewCodecs(), dedup: dd.forRecords()}
 	kr.newSinks()
 
 	opts := []kgo.Opt{kgo.SeedBrokers(ks.brokers...),
@@ -534,7 +538,8 @@ type kafkaRun struct {
 	// codecs and qCodecs outlive the sinks, renewed after each commit:
 	// each column's compression level is learnt once per run.
 	codecs, qCodecs *catalog.Codecs
-	full            bool // MaxRecords were read
+	dedup           *dedup // nil without a dedup key
+	full            bool   // MaxRecords were read
 
 	// The topic's partitions when the run started: what the group as a
 	// whole is to read (see notCaughtUp).
@@ -569,6 +574,7 @@ func (kr *kafkaRun) fillResult() {
 	defer kr.mu.Unlock()
 	r := kr.res
 	r.RecordsIn, r.RowsWritten, r.RecordsQuarantined, r.BytesIn = kr.recordsIn, kr.rowsOut, kr.quarantined, kr.bytesIn
+	r.RecordsDeduplicated = kr.dedup.count()
 	r.Partitions = slices.Sorted(maps.Keys(kr.tableParts))
 	r.KafkaPartitions = slices.Sorted(maps.Keys(kr.covered))
 }
@@ -1014,7 +1020,7 @@ func (kr *kafkaRun) record(ctx context.Context, r *kgo.Record, kp *kafkaPart) er
 	kr.bytesIn += int64(len(r.Value))
 	row, rec, why := kr.dec.decodeValue(r.Value)
 	if why == nil {
-		if dup, err := kr.o.dedup.drop(ctx, row); dup || err != nil {
+		if dup, err := kr.dedup.drop(ctx, row); dup || err != nil {
 			return err
 		}
 		kr.rowsOut++

@@ -99,9 +99,6 @@ type Options struct {
 	// DedupWindow is how far back, by commit time, DedupKey looks for
 	// keys already written. Zero: 24h when DedupKey is set.
 	DedupWindow time.Duration
-	// dedup is set by Run for a Kafka run: the run's deduplication, which
-	// the Kafka reader consults per record.
-	dedup *dedup
 	// RunID identifies the run in the manifests it commits.
 	RunID string
 	// Logger receives one line per phase; nil: no logging.
