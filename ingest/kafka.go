@@ -880,6 +880,9 @@ func (kr *kafkaRun) consume(ctx context.Context, cl *kgo.Client, start time.Time
 // that are not read up to the end offset listed then, by this run or by
 // others as t's checkpoint records; sorted.
 func (kr *kafkaRun) notCaughtUp(ctx context.Context) ([]int32, error) {
+	if kr.readAll() {
+		return nil, nil // whatever others committed, nothing is missing
+	}
 	m, err := kr.t.Latest(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", kr.t.Location(), err)
@@ -905,6 +908,20 @@ func (kr *kafkaRun) notCaughtUp(ctx context.Context) ([]int32, error) {
 	}
 	slices.Sort(missing)
 	return missing, nil
+}
+
+// readAll tells whether this run itself read every partition of the
+// topic up to its end offset listed at the start: the case of a run alone
+// in its group, which then need not read the manifest to know.
+func (kr *kafkaRun) readAll() bool {
+	kr.mu.Lock()
+	defer kr.mu.Unlock()
+	for p, end := range kr.topicEnds {
+		if kp := kr.parts[p]; kp == nil || kp.next < end {
+			return false
+		}
+	}
+	return true
 }
 
 // groupMembers is a group's membership as last described, and since when
