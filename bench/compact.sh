@@ -17,6 +17,7 @@
 # bytes, peak RSS, CPU seconds and the sluice/DuckDB ratios.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 ROWS=${1:-20000000}
 FILES=${2:-4000}
 RUNS=${RUNS:-3}
@@ -34,8 +35,6 @@ if [ ! -f "$IN/.done" ]; then
 fi
 go build -o "$DATA/sluice" ./cmd/sluice
 
-rss() { awk -F': ' '/Maximum resident set size/ {print $2}' "$1"; }
-json() { node -e 'const o=JSON.parse(require("fs").readFileSync(0,"utf8"));console.log(o[process.argv[1]])' "$1"; }
 
 in_bytes=$(du -sb --exclude=.done "$IN" | cut -f1)
 sync
@@ -43,9 +42,6 @@ sync
 t0=$(date +%s.%N); find "$IN" -name '*.parquet' -print0 | xargs -0 cat > /dev/null; t1=$(date +%s.%N)
 cat_s=$(echo "$t1 - $t0" | bc)
 
-cpu() { awk -F': ' '/User time|System time/ {s += $2} END {printf "%.2f", s}' "$1"; }
-better() { [ -z "$2" ] || [ "$(echo "$1 < $2" | bc)" = 1 ]; }
-maxrss() { [ -z "$2" ] || [ "$1" -gt "$2" ] && echo "$1" || echo "$2"; }
 duck_s= sluice_s= duck_rss= sluice_rss= duck_all= sluice_all=
 for round in $(seq "$RUNS"); do
   /usr/bin/time -v -o "$DATA/duck.time" node bench/duckcompact.mjs "$IN" "$OUT_DUCK" > "$DATA/duck.json"

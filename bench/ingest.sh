@@ -23,6 +23,7 @@
 # SLUICE_CPUPROFILE=FILE writes a CPU profile of the full-size sluice run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 RECORDS=${1:-10000000}
 FILES=${2:-100}
 RUNS=${RUNS:-3}
@@ -30,21 +31,15 @@ DATA=bench/.data
 OUT_DUCK=$DATA/ingest-duckdb
 OUT_SLUICE=$DATA/ingest-sluice
 OUT_HALF=$DATA/ingest-sluice-half
-SCHEMA='event_id:uuid,list_id:int64,subscriber_id:uuid,tally:int32,event_time:timestamp'
 . bench/jsonl-data.sh   # sets IN and HALF
 go build -o "$DATA/sluice" ./cmd/sluice
 
-rss() { awk -F': ' '/Maximum resident set size/ {print $2}' "$1"; }
-json() { node -e 'const o=JSON.parse(require("fs").readFileSync(0,"utf8"))[process.argv[1]];console.log(typeof o==="object"?JSON.stringify(o):o)' "$1"; }
 half_records=$(cat "$HALF"/*.jsonl | wc -l)
 
 in_bytes=$(du -sb --exclude=.done "$IN" | cut -f1)
 half_bytes=$(du -sbL --exclude=.done "$HALF" | cut -f1)
 sync
 
-cpu() { awk -F': ' '/User time|System time/ {s += $2} END {printf "%.2f", s}' "$1"; }
-better() { [ -z "$2" ] || [ "$(echo "$1 < $2" | bc)" = 1 ]; }
-maxrss() { [ -z "$2" ] || [ "$1" -gt "$2" ] && echo "$1" || echo "$2"; }
 ingest() { # ingest IN OUT TIMEFILE JSONFILE [extra flags]
   local in=$1 out=$2 tf=$3 jf=$4; shift 4
   rm -rf "$out"

@@ -2,7 +2,9 @@
 # lines landing files both benchmarks read, generated once per size.
 # Needs RECORDS, FILES and DATA; sets IN (RECORDS records in FILES files
 # over 10 days, bench/genjsonl, deterministic) and HALF (the first FILES/2
-# of them, hard links, for peak RSS as the run doubles).
+# of them, hard links, for peak RSS as the run doubles), and SCHEMA, the
+# table schema of genjsonl's records.
+SCHEMA='event_id:uuid,list_id:int64,subscriber_id:uuid,tally:int32,event_time:timestamp'
 IN=$DATA/jsonl-$RECORDS-$FILES
 HALF=$DATA/jsonl-$RECORDS-$FILES-half
 mkdir -p "$DATA"

@@ -35,6 +35,7 @@
 # of the two full-size sluice runs (the last round's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 RECORDS=${1:-2000000}
 FILES=${2:-20}
 PARTITIONS=${PARTITIONS:-12}
@@ -45,13 +46,10 @@ OUT_KAFKA=$DATA/kafka-table-kafka
 OUT_FILES=$DATA/kafka-table-files
 OUT_HALF=$DATA/kafka-table-half
 ADDRFILE=$DATA/kafka.addr
-SCHEMA='event_id:uuid,list_id:int64,subscriber_id:uuid,tally:int32,event_time:timestamp'
 . bench/jsonl-data.sh   # sets IN and HALF
 go build -o "$DATA/sluice" ./cmd/sluice
 go build -o "$DATA/kafkabench" ./bench/kafkabench
 
-rss() { awk -F': ' '/Maximum resident set size/ {print $2}' "$1"; }
-json() { node -e 'const o=JSON.parse(require("fs").readFileSync(0,"utf8"))[process.argv[1]];console.log(typeof o==="object"?JSON.stringify(o):o)' "$1"; }
 # The broker, stopped on any exit.
 rm -f "$ADDRFILE"
 "$DATA/kafkabench" broker "$ADDRFILE" 2> "$DATA/kafka-broker.log" &
@@ -113,7 +111,6 @@ rk=$(json rows < "$DATA/kafka-check-kafka.json"); rf=$(json rows < "$DATA/kafka-
 [ "$rk" = "$RECORDS" ] && [ "$rf" = "$RECORDS" ] || { echo "tables read back $rk (kafka) and $rf (files) rows, not $RECORDS" >&2; fail=1; }
 [ "$ck" = "$cf" ] || { echo "checksums differ: kafka table $ck, files table $cf" >&2; fail=1; }
 
-cpu() { awk -F': ' '/User time|System time/ {s += $2} END {printf "%.2f", s}' "$1"; }
 declare -A S B R C N W
 for name in floor kafka files half; do
   best=; all=; R[$name]=0

@@ -1,0 +1,13 @@
+# lib.sh, sourced by the benchmark scripts: reading /usr/bin/time -v
+# reports and JSON summaries, and keeping the best of interleaved rounds.
+
+# rss FILE: peak RSS in kB from a /usr/bin/time -v report.
+rss() { awk -F': ' '/Maximum resident set size/ {print $2}' "$1"; }
+# cpu FILE: user + system seconds from a /usr/bin/time -v report.
+cpu() { awk -F': ' '/User time|System time/ {s += $2} END {printf "%.2f", s}' "$1"; }
+# json KEY < FILE: a field of a JSON object (objects printed as JSON).
+json() { node -e 'const o=JSON.parse(require("fs").readFileSync(0,"utf8"))[process.argv[1]];console.log(typeof o==="object"?JSON.stringify(o):o)' "$1"; }
+# better A B: A is less than B, or B is unset.
+better() { [ -z "$2" ] || [ "$(echo "$1 < $2" | bc)" = 1 ]; }
+# maxrss A B: the larger, or A when B is unset.
+maxrss() { [ -z "$2" ] || [ "$1" -gt "$2" ] && echo "$1" || echo "$2"; }
