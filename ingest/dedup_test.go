@@ -82,9 +82,7 @@ func TestIngestDedupKey(t *testing.T) {
 		land := t.TempDir()
 		tb := newTable(t, filepath.Join(t.TempDir(), "events"))
 		put(t, land, "a.jsonl", events(0, 10, "2024-01-31"))
-		if _, err := ingest.Run(ctx, tb, land, dedup); err != nil {
-			t.Fatal(err)
-		}
+		runOK(t, tb, land, dedup)
 		put(t, land, "b.jsonl", events(5, 10, "2024-01-31")) // 5..9 again
 		res := runOK(t, tb, land, dedup)
 		if res.RecordsIn != 10 || res.RowsWritten != 5 || res.RecordsDeduplicated != 5 {
@@ -99,9 +97,7 @@ func TestIngestDedupKey(t *testing.T) {
 		land := t.TempDir()
 		tb := newTable(t, filepath.Join(t.TempDir(), "events"))
 		put(t, land, "a.jsonl", events(0, 10, "2024-01-31"))
-		if _, err := ingest.Run(ctx, tb, land, dedup); err != nil {
-			t.Fatal(err)
-		}
+		runOK(t, tb, land, dedup)
 		// The next run starts two days later: the first run's commit is
 		// outside its 24h window.
 		defer ingest.SetDedupClock(func() time.Time { return time.Now().Add(48 * time.Hour) })()
@@ -122,9 +118,7 @@ func TestIngestDedupKey(t *testing.T) {
 		land := t.TempDir()
 		tb := newTable(t, filepath.Join(t.TempDir(), "events"))
 		put(t, land, "a.jsonl", events(0, 10, "2024-01-31"))
-		if _, err := ingest.Run(ctx, tb, land, dedup); err != nil {
-			t.Fatal(err)
-		}
+		runOK(t, tb, land, dedup)
 		if _, err := tb.Rollback(ctx, 1, "undo"); err != nil {
 			t.Fatal(err)
 		}

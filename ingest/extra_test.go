@@ -159,18 +159,13 @@ func TestIngestExtraColumnsOfParquetLandingFiles(t *testing.T) {
 }
 
 func TestIngestExtraFieldsOfKafkaValues(t *testing.T) {
-	ctx := context.Background()
 	addrs := kafkaCluster(t, 1, "events")
 	produce(t, producer(t, addrs, "events"), 1, [][]byte{
 		[]byte(`{"event_id":"6f1c3b9e-2a4d-4b8e-9c1f-000000000001","list_id":1,"tally":1,"event_time":"2024-01-31T10:00:00Z","ua":"curl/8"}`),
 		[]byte(`{"event_id":"6f1c3b9e-2a4d-4b8e-9c1f-000000000002","list_id":2,"tally":1,"event_time":"2024-01-31T10:00:00Z"}`),
 	})
 	tb := newTableWithSchema(t, filepath.Join(t.TempDir(), "events"), eventsSchema+",_extra:string?")
-	res, err := ingest.Run(ctx, tb, "kafka://"+addrs+"/events", ingest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reconcile(t, res)
+	runOK(t, tb, "kafka://"+addrs+"/events", ingest.Options{})
 	if got := extraByListID(t, tb); len(got) != 2 || got[1] != `{"ua":"curl/8"}` || got[2] != "NULL" {
 		t.Fatalf("_extra by list_id %v", got)
 	}
