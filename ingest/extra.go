@@ -3,7 +3,6 @@ package ingest
 import (
 	"math"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/valyala/fastjson"
 
@@ -222,8 +221,7 @@ func appendJSON(dst []byte, v *fastjson.Value) []byte {
 func appendJSONString(dst, s []byte) []byte {
 	const hex = "0123456789abcdef"
 	dst = append(dst, '"')
-	for i := 0; i < len(s); {
-		c := s[i]
+	for _, c := range s {
 		switch {
 		case c == '"' || c == '\\':
 			dst = append(dst, '\\', c)
@@ -235,15 +233,9 @@ func appendJSONString(dst, s []byte) []byte {
 			dst = append(dst, '\\', 't')
 		case c < 0x20:
 			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		case c < utf8.RuneSelf:
+		default: // multi-byte characters pass through byte by byte
 			dst = append(dst, c)
-		default:
-			_, n := utf8.DecodeRune(s[i:])
-			dst = append(dst, s[i:i+n]...)
-			i += n
-			continue
 		}
-		i++
 	}
 	return append(dst, '"')
 }
