@@ -834,6 +834,13 @@ func ReadParquetRows(ctx context.Context, st cloud.Store, key string, size int64
 // row is a fresh slice that fn may keep. An error from fn stops the scan and
 // is returned as is. The context is checked between batches of rows.
 func ScanParquet(ctx context.Context, st cloud.Store, key string, size int64, schema Schema, fn func(row []any) error) error {
+	return ScanParquetAs(ctx, st, key, size, func(Schema) Schema { return schema }, fn)
+}
+
+// ScanParquetAs is ScanParquet with the schema to read as chosen by
+// schemaFor from the file's own (see InspectParquet), for a reader whose
+// columns depend on what the file holds, without opening it twice.
+func ScanParquetAs(ctx context.Context, st cloud.Store, key string, size int64, schemaFor func(file Schema) Schema, fn func(row []any) error) error {
 	f, r, err := openParquet(ctx, st, key, size)
 	if err != nil {
 		return err
@@ -842,6 +849,7 @@ func ScanParquet(ctx context.Context, st cloud.Store, key string, size int64, sc
 	if err != nil {
 		return err
 	}
+	schema := schemaFor(fileSchema)
 	if err := CheckCompatible(schema, fileSchema, key); err != nil {
 		return err
 	}

@@ -537,15 +537,16 @@ func (d *decoder) decodeCSV(ctx context.Context, r io.Reader, emit emitFunc) err
 func (d *decoder) decodeParquet(ctx context.Context, st cloud.Store, key string, size int64, emit emitFunc) error {
 	var n int64
 	var raw []byte
-	scan, extra := d.schema, []parquetExtra(nil)
-	if d.extra >= 0 {
-		fileSchema, _, err := catalog.InspectParquet(ctx, st, key, size)
-		if err != nil {
-			return err
+	var extra []parquetExtra
+	scanAs := func(file catalog.Schema) catalog.Schema {
+		if d.extra < 0 {
+			return d.schema
 		}
-		scan, extra = d.parquetExtras(fileSchema)
+		var scan catalog.Schema
+		scan, extra = d.parquetExtras(file)
+		return scan
 	}
-	return catalog.ScanParquet(ctx, st, key, size, scan, func(row []any) error {
+	return catalog.ScanParquetAs(ctx, st, key, size, scanAs, func(row []any) error {
 		n++
 		var bad error
 		if d.extra >= 0 {

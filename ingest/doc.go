@@ -25,8 +25,7 @@
 // written, a CSV file's unknown header columns as strings, a Parquet
 // file's unknown columns when not NULL (numbers and booleans as such,
 // other types as their canonical text) — and _extra is NULL for a record
-// without any ("{}" if the column is not nullable). Reading a Parquet
-// landing file then costs one more read, of its footer. Without an _extra
+// without any ("{}" if the column is not nullable). Without an _extra
 // column, a Parquet file with columns the table lacks fails whole, naming
 // them.
 //
