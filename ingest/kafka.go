@@ -863,6 +863,14 @@ func (kr *kafkaRun) consume(ctx context.Context, cl *kgo.Client, start time.Time
 		if ferr != nil {
 			return ferr
 		}
+		if kr.dedup != nil && fs.NumRecords() > 0 {
+			// Load the keys of the window before take holds kr.mu: a
+			// large window takes a while, and the group's callbacks
+			// must not wait for it.
+			if err := kr.dedup.keys.load(ctx); err != nil {
+				return err
+			}
+		}
 		pause, err := kr.take(ctx, fs)
 		// Decoding copied what rows and the quarantine keep: the
 		// batches' buffers go back to the pool (see decompressPool).
