@@ -154,13 +154,14 @@ func (c kafkaCheckpoint) raw() json.RawMessage {
 
 // kafkaPart is one partition's share of a run: read offsets [from, end).
 type kafkaPart struct {
-	p     int32
-	base  int64 // the table checkpoint's offset when planned or last committed; -1: none
-	from  int64 // first offset to read: base, or the log start offset
-	end   int64 // last stable offset listed when the partition was assigned
-	next  int64 // next offset to read; from..end
-	qBase int64 // the quarantine checkpoint's offset; -1: none
-	quarT int64 // bad records below this offset are already quarantined
+	p    int32
+	base int64 // the table checkpoint's offset when planned or last committed; -1: none
+	from int64 // first offset to read: base, or the log start offset
+	end  int64 // last stable offset listed when the partition was assigned
+	next int64 // next offset to read; from..end
+	// qBase is the quarantine checkpoint's offset, -1 if none: the bad
+	// records below it are already quarantined.
+	qBase int64
 }
 
 func (kp *kafkaPart) done() bool { return kp.next >= kp.end }
@@ -452,7 +453,7 @@ func kafkaPlan(ctx context.Context, cl *kgo.Client, ks kafkaSource, ps []int32, 
 		}
 		kp.next = kp.from
 		if q, ok := qcp.next(p); ok {
-			kp.qBase, kp.quarT = q, q
+			kp.qBase = q
 		}
 		parts = append(parts, kp)
 	}
@@ -1052,7 +1053,7 @@ func (kr *kafkaRun) record(ctx context.Context, r *kgo.Record, kp *kafkaPart) er
 		return kr.main.add(ctx, row, len(r.Value))
 	}
 	kr.quarantined++
-	if r.Offset < kp.quarT {
+	if r.Offset < kp.qBase {
 		return nil // committed to the quarantine by an earlier, unfinished run
 	}
 	pos := r.Topic + "/" + strconv.Itoa(int(r.Partition)) + "/" + strconv.FormatInt(r.Offset, 10)
@@ -1089,7 +1090,7 @@ func (kr *kafkaRun) commitLocked(ctx context.Context) (map[int32]int64, error) {
 	}
 	var qCovered []*kafkaPart
 	for _, kp := range covered {
-		if len(qFiles) > 0 && kp.next > kp.quarT {
+		if len(qFiles) > 0 && kp.next > kp.qBase {
 			qCovered = append(qCovered, kp)
 		}
 	}
@@ -1152,7 +1153,7 @@ func (kr *kafkaRun) commitLocked(ctx context.Context) (map[int32]int64, error) {
 		offs[kp.p] = kp.next
 	}
 	for _, kp := range qCovered {
-		kp.qBase, kp.quarT = kp.next, kp.next
+		kp.qBase = kp.next
 	}
 	kr.newSinks()
 	kr.log.LogAttrs(ctx, slog.LevelInfo, "commit", slog.Int64("version", cr.Version),
