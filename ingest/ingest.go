@@ -224,7 +224,7 @@ func Run(ctx context.Context, t *catalog.Table, source string, o Options) (Resul
 		newCP = cp.with(rd.taken, listed, o.OrderedNames).raw()
 	}
 	err = commitRun(ctx, &res, runCommit{runID: o.RunID,
-		qt: qt, qm: qm, qFiles: qFiles, qKey: qKey, qBase: qBase, qNew: newQ,
+		qt: qt, qExists: qm != nil, qFiles: qFiles, qKey: qKey, qBase: qBase, qNew: newQ,
 		t: t, files: mainFiles, cpKey: cpKey, cpBase: cpBase, cpNew: newCP})
 	if err != nil {
 		return res, fmt.Errorf("ingest %s: %w", source, err)
@@ -248,7 +248,7 @@ type runCommit struct {
 	runID string
 
 	qt            *catalog.Table
-	qm            *catalog.Manifest // nil: the quarantine does not exist yet
+	qExists       bool // the quarantine table exists; else it is created first
 	qFiles        []catalog.DataFile
 	qKey          string
 	qBase, qNew   json.RawMessage
@@ -279,7 +279,7 @@ func checkpointChange(ch *catalog.Change, key string, base, next json.RawMessage
 // order. It sets the versions in res.
 func commitRun(ctx context.Context, res *Result, c runCommit) error {
 	if len(c.qFiles) > 0 {
-		if c.qm == nil {
+		if !c.qExists {
 			if _, err := createQuarantine(ctx, c.qt, c.runID); err != nil {
 				return err
 			}

@@ -311,7 +311,7 @@ func runKafka(ctx context.Context, t *catalog.Table, source string, o Options) (
 	}
 	defer qt.Close()
 	target := o.targetFileSize(m)
-	kr := &kafkaRun{ctx: ctx, o: o, ks: ks, group: group, log: log, t: t, m: m, qt: qt, qm: qm,
+	kr := &kafkaRun{ctx: ctx, o: o, ks: ks, group: group, log: log, t: t, m: m, qt: qt, qExists: qm != nil,
 		cpKey: cpKey, qKey: "quarantined:" + canonicalLocation(t.Location()) + " " + cpKey,
 		target: target, dec: newSoloDecoder(m.Schema, o), now: time.Now().UTC().Truncate(time.Microsecond),
 		wake: make(chan struct{}, 1), res: &res, progressAt: start,
@@ -524,11 +524,11 @@ type kafkaRun struct {
 
 	mu         sync.Mutex
 	cl         *kgo.Client
-	qm         *catalog.Manifest // nil while the quarantine does not exist
-	joined     bool              // a first assignment arrived
-	closed     bool              // finished or failed: callbacks leave everything alone
-	err        error             // a callback's failure, which fails the run
-	woken      bool              // a callback signalled since consume last looked
+	qExists    bool  // the quarantine table exists
+	joined     bool  // a first assignment arrived
+	closed     bool  // finished or failed: callbacks leave everything alone
+	err        error // a callback's failure, which fails the run
+	woken      bool  // a callback signalled since consume last looked
 	pollCancel context.CancelFunc
 	progressAt time.Time // the last assignment or record
 	pending    map[int32]bool
@@ -644,7 +644,7 @@ func (kr *kafkaRun) planLocked(ctx context.Context, offs map[int32]kgo.Offset) e
 	}
 	var qcp kafkaCheckpoint
 	if qm != nil {
-		kr.qm = qm
+		kr.qExists = true
 		if qcp, err = parseKafkaCheckpoint(qm.Checkpoints[kr.qKey]); err != nil {
 			return fmt.Errorf("quarantine %s: %s: %w", kr.qt.Location(), kr.qKey, err)
 		}
@@ -1130,16 +1130,14 @@ func (kr *kafkaRun) commitLocked(ctx context.Context) (map[int32]int64, error) {
 	}
 	var cr Result
 	err = commitRun(ctx, &cr, runCommit{runID: kr.o.RunID,
-		qt: kr.qt, qm: kr.qm, qFiles: qFiles, qKey: kr.qKey, qMerge: qMerge,
+		qt: kr.qt, qExists: kr.qExists, qFiles: qFiles, qKey: kr.qKey, qMerge: qMerge,
 		t: kr.t, files: mainFiles, cpKey: kr.cpKey, cpMerge: cpMerge})
 	if err != nil {
 		return nil, err
 	}
 	if cr.QuarantineVersion > 0 {
 		kr.res.QuarantineVersion = cr.QuarantineVersion
-		if kr.qm == nil {
-			kr.qm = quarantineShape // exists now (commitRun asks only that)
-		}
+		kr.qExists = true
 	}
 	kr.res.Version = cr.Version
 	kr.res.FilesOut += len(mainFiles)
