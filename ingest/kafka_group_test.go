@@ -112,12 +112,6 @@ func TestKafkaGroupBrokerRestart(t *testing.T) {
 	// Fetches are capped at 256 KiB, so the client cannot have fetched
 	// every record before the restart.
 	const n = 60000
-	capFetches := func(c *kfake.Cluster) {
-		c.ControlKey(int16(kmsg.Fetch), func(r kmsg.Request) (kmsg.Response, error, bool) {
-			r.(*kmsg.FetchRequest).MaxBytes = 256 << 10
-			return nil, nil, false
-		})
-	}
 	dir := t.TempDir()
 	opts := []kfake.Opt{kfake.NumBrokers(3), kfake.DataDir(filepath.Join(dir, "kafka"))}
 	c, err := kfake.NewCluster(append(opts, kfake.SeedTopics(3, "events"))...)
@@ -131,7 +125,7 @@ func TestKafkaGroupBrokerRestart(t *testing.T) {
 		defer mu.Unlock()
 		cluster.Close()
 	})
-	capFetches(c)
+	capFetches(c, 256<<10, 0)
 	var ports []int
 	for _, a := range c.ListenAddrs() {
 		_, port, _ := net.SplitHostPort(a)
@@ -161,7 +155,7 @@ func TestKafkaGroupBrokerRestart(t *testing.T) {
 			t.Errorf("restart: %v", err)
 			return
 		}
-		capFetches(c2)
+		capFetches(c2, 256<<10, 0)
 		cluster = c2
 		// Count the fetches the restarted cluster serves from offsets
 		// short of the end: records read after the restart.
@@ -206,24 +200,11 @@ func TestKafkaGroupBrokerRestart(t *testing.T) {
 // there. Together they ingest every record once.
 func TestKafkaGroupRebalanceWhileReading(t *testing.T) {
 	const partitions, n, group = 4, 40000, "rebalance"
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, "events"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	c := newKafkaCluster(t, partitions, "events")
 	// Small fetches, about one batch of each partition, so that the first
 	// member has read some of every partition, and not all of any, when
 	// the second joins.
-	c.ControlKey(int16(kmsg.Fetch), func(r kmsg.Request) (kmsg.Response, error, bool) {
-		req := r.(*kmsg.FetchRequest)
-		req.MaxBytes = 64 << 10
-		for i := range req.Topics {
-			for j := range req.Topics[i].Partitions {
-				req.Topics[i].Partitions[j].PartitionMaxBytes = 8 << 10
-			}
-		}
-		return nil, nil, false
-	})
+	capFetches(c, 64<<10, 8<<10)
 	addrs := strings.Join(c.ListenAddrs(), ",")
 	src := "kafka://" + addrs + "/events"
 	loc := filepath.Join(t.TempDir(), "events")

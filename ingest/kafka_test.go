@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/ingest"
@@ -24,13 +25,36 @@ import (
 
 // kafkaCluster starts an in-process broker on loopback with one topic.
 func kafkaCluster(t *testing.T, partitions int32, topic string) string {
+	return strings.Join(newKafkaCluster(t, partitions, topic).ListenAddrs(), ",")
+}
+
+// newKafkaCluster is kafkaCluster for a test that controls the broker.
+func newKafkaCluster(t *testing.T, partitions int32, topic string) *kfake.Cluster {
 	t.Helper()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, topic))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	return strings.Join(c.ListenAddrs(), ",")
+	return c
+}
+
+// capFetches makes c answer every fetch with at most maxBytes, and at
+// most perPartition of each partition when perPartition > 0.
+func capFetches(c *kfake.Cluster, maxBytes, perPartition int32) {
+	c.ControlKey(int16(kmsg.Fetch), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		req := r.(*kmsg.FetchRequest)
+		req.MaxBytes = maxBytes
+		if perPartition == 0 {
+			return nil, nil, false
+		}
+		for i := range req.Topics {
+			for j := range req.Topics[i].Partitions {
+				req.Topics[i].Partitions[j].PartitionMaxBytes = perPartition
+			}
+		}
+		return nil, nil, false
+	})
 }
 
 // kafkaEvents returns the values of events(from, n, day), one a record.
