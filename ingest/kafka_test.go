@@ -352,3 +352,26 @@ func TestKafkaIngestDedupKey(t *testing.T) {
 		t.Fatalf("ids %v, want 0..19 once each", got)
 	}
 }
+
+// A run whose partitions stop getting records short of the end offsets it
+// listed fails after the idle timeout, naming where each one stands, and
+// commits nothing.
+func TestKafkaIngestFailsWhenRecordsStopComing(t *testing.T) {
+	c := newKafkaCluster(t, 2, "events")
+	addrs := strings.Join(c.ListenAddrs(), ",")
+	produce(t, producer(t, addrs, "events"), 2, kafkaEvents(0, 10))
+	// From now on every fetch is answered with no records.
+	c.ControlKey(int16(kmsg.Fetch), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		return r.ResponseKind(), nil, true
+	})
+	defer ingest.SetKafkaIdleTimeout(time.Second)()
+	tb := newTable(t, filepath.Join(t.TempDir(), "events"))
+	_, err := ingest.Run(context.Background(), tb, "kafka://"+addrs+"/events", ingest.Options{})
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "0 at offset 0 of 5, 1 at offset 0 of 5") {
+		t.Fatalf("err = %v", err)
+	}
+	if got := listIDs(t, tb); len(got) != 0 {
+		t.Fatalf("the table holds %d rows", len(got))
+	}
+}
