@@ -729,7 +729,7 @@ type kafkaState struct {
 	finished bool // this run's partitions are read, or MaxRecords records
 	full     bool
 	mine     []int32 // the partitions planned, sorted; nil while some are pending
-	waiting  []string
+	waiting  bool    // some partitions of this run are not read yet
 	deadline time.Time
 	resume   []int32
 }
@@ -740,24 +740,37 @@ func (kr *kafkaRun) state(start time.Time) kafkaState {
 	kr.woken = false
 	st := kafkaState{err: kr.err, joined: kr.joined, resume: kr.resume}
 	kr.resume = nil
-	for _, p := range slices.Sorted(maps.Keys(kr.parts)) {
-		if kp := kr.parts[p]; !kp.done() {
-			st.waiting = append(st.waiting, fmt.Sprintf("%d at offset %d of %d", p, kp.next, kp.end))
-		}
-	}
-	for _, p := range slices.Sorted(maps.Keys(kr.pending)) {
-		st.waiting = append(st.waiting, fmt.Sprintf("%d not planned yet", p))
+	st.waiting = len(kr.pending) > 0
+	for _, kp := range kr.parts {
+		st.waiting = st.waiting || !kp.done()
 	}
 	if len(kr.pending) == 0 {
 		st.mine = slices.Sorted(maps.Keys(kr.parts))
 	}
-	st.finished = kr.joined && (kr.full || len(st.waiting) == 0)
+	st.finished = kr.joined && (kr.full || !st.waiting)
 	st.full = kr.full
 	st.deadline = kr.progressAt.Add(kafkaIdleTimeout)
 	if !kr.joined {
 		st.deadline = start.Add(kafkaJoinTimeout)
 	}
 	return st
+}
+
+// describeWaiting lists the partitions of this run not read yet, for an
+// error.
+func (kr *kafkaRun) describeWaiting() string {
+	kr.mu.Lock()
+	defer kr.mu.Unlock()
+	var waiting []string
+	for _, p := range slices.Sorted(maps.Keys(kr.parts)) {
+		if kp := kr.parts[p]; !kp.done() {
+			waiting = append(waiting, fmt.Sprintf("%d at offset %d of %d", p, kp.next, kp.end))
+		}
+	}
+	for _, p := range slices.Sorted(maps.Keys(kr.pending)) {
+		waiting = append(waiting, fmt.Sprintf("%d not planned yet", p))
+	}
+	return strings.Join(waiting, ", ")
 }
 
 // consume reads the assigned partitions' ranges into the sinks until
@@ -832,7 +845,7 @@ func (kr *kafkaRun) consume(ctx context.Context, cl *kgo.Client, start time.Time
 				return fmt.Errorf("topic %s: no partitions assigned by the consumer group within %s", topic, kafkaJoinTimeout)
 			}
 			return fmt.Errorf("topic %s: no records for %s while partitions %s are short of their end offsets: %w",
-				topic, kafkaIdleTimeout, strings.Join(st.waiting, ", "), context.DeadlineExceeded)
+				topic, kafkaIdleTimeout, kr.describeWaiting(), context.DeadlineExceeded)
 		}
 		pctx, cancel := context.WithDeadline(ctx, st.deadline)
 		kr.mu.Lock()
