@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/sluice-data/sluice/catalog"
-	"github.com/sluice-data/sluice/cloud"
 	"github.com/sluice-data/sluice/ingest"
 )
 
@@ -53,7 +52,6 @@ func extraByListID(t *testing.T, tb *catalog.Table) map[int64]string {
 }
 
 func TestIngestExtraFieldsAreKeptInTheExtraColumnWhenTheTableHasOne(t *testing.T) {
-	ctx := context.Background()
 	land := t.TempDir()
 	put(t, land, "a.jsonl", []byte(
 		`{"event_id":"6f1c3b9e-2a4d-4b8e-9c1f-000000000001","list_id":1,"tally":1,"event_time":"2024-01-31T10:00:00Z","extra":"kept"}`+"\n"+
@@ -65,16 +63,8 @@ func TestIngestExtraFieldsAreKeptInTheExtraColumnWhenTheTableHasOne(t *testing.T
 		"5,2024-01-31T11:00:00Z,6f1c3b9e-2a4d-4b8e-9c1f-000000000005,1,app,\"eu, west\"\n"))
 	// A Parquet landing file has no extra fields to keep (one with columns
 	// the table lacks fails whole, as without _extra).
-	st, err := cloud.Open(ctx, land)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	ps, _ := catalog.ParseSchema("event_id:uuid,list_id:int64,tally:int32,event_time:timestamp")
-	if _, _, err := catalog.WriteParquet(ctx, st, "c.parquet", ps,
-		[][]any{{"6f1c3b9e-2a4d-4b8e-9c1f-000000000006", int64(6), int32(1), time.Date(2024, 1, 31, 12, 0, 0, 0, time.UTC)}}); err != nil {
-		t.Fatal(err)
-	}
+	putParquet(t, land, "c.parquet", "event_id:uuid,list_id:int64,tally:int32,event_time:timestamp",
+		[][]any{{"6f1c3b9e-2a4d-4b8e-9c1f-000000000006", int64(6), int32(1), time.Date(2024, 1, 31, 12, 0, 0, 0, time.UTC)}})
 
 	cases := map[string]struct {
 		schema string
@@ -128,19 +118,11 @@ func TestIngestExtraFieldsAreKeptInTheExtraColumnWhenTheTableHasOne(t *testing.T
 func TestIngestExtraColumnsOfParquetLandingFiles(t *testing.T) {
 	ctx := context.Background()
 	land := t.TempDir()
-	st, err := cloud.Open(ctx, land)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	ps, _ := catalog.ParseSchema("device:string?,event_id:uuid,list_id:int64,tally:int32,event_time:timestamp,score:float64?,seen:date?,_extra:string?")
 	ts := time.Date(2024, 1, 31, 12, 0, 0, 0, time.UTC)
-	if _, _, err := catalog.WriteParquet(ctx, st, "a.parquet", ps, [][]any{
+	putParquet(t, land, "a.parquet", "device:string?,event_id:uuid,list_id:int64,tally:int32,event_time:timestamp,score:float64?,seen:date?,_extra:string?", [][]any{
 		{"ios", "6f1c3b9e-2a4d-4b8e-9c1f-000000000001", int64(1), int32(1), ts, 0.5, time.Date(2024, 1, 30, 0, 0, 0, 0, time.UTC), `{"k":1}`},
 		{nil, "6f1c3b9e-2a4d-4b8e-9c1f-000000000002", int64(2), int32(1), ts, nil, nil, nil},
-	}); err != nil {
-		t.Fatal(err)
-	}
+	})
 
 	tb := newTableWithSchema(t, filepath.Join(t.TempDir(), "events"), eventsSchema+",_extra:string?")
 	runOK(t, tb, land, ingest.Options{})
@@ -152,7 +134,7 @@ func TestIngestExtraColumnsOfParquetLandingFiles(t *testing.T) {
 
 	// Without an _extra column, such a file fails whole, naming the column.
 	tb = newTable(t, filepath.Join(t.TempDir(), "events"))
-	_, err = ingest.Run(ctx, tb, land, ingest.Options{})
+	_, err := ingest.Run(ctx, tb, land, ingest.Options{})
 	if !errors.Is(err, ingest.ErrFilesFailed) || !strings.Contains(err.Error(), `"device"`) {
 		t.Fatalf("err = %v", err)
 	}

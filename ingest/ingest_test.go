@@ -139,9 +139,8 @@ func reconcile(t *testing.T, r ingest.Result) {
 	}
 }
 
-// writeIncompatibleParquet writes a Parquet landing file whose event_time
-// is a date where the table has a timestamp.
-func writeIncompatibleParquet(t *testing.T, dir string) {
+// putParquet writes rows of schema as the Parquet file name in dir.
+func putParquet(t *testing.T, dir, name, schema string, rows [][]any) {
 	t.Helper()
 	ctx := context.Background()
 	st, err := cloud.Open(ctx, dir)
@@ -149,12 +148,22 @@ func writeIncompatibleParquet(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	s, _ := catalog.ParseSchema("event_id:uuid,list_id:int64,tally:int32,event_time:date")
-	day := time.Date(2024, 1, 31, 0, 0, 0, 0, time.UTC)
-	if _, _, err := catalog.WriteParquet(ctx, st, "incompatible.parquet", s,
-		[][]any{{"6f1c3b9e-2a4d-4b8e-9c1f-000000000099", int64(99), int32(1), day}}); err != nil {
+	s, err := catalog.ParseSchema(schema)
+	if err != nil {
 		t.Fatal(err)
 	}
+	if _, _, err := catalog.WriteParquet(ctx, st, name, s, rows); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeIncompatibleParquet writes a Parquet landing file whose event_time
+// is a date where the table has a timestamp.
+func writeIncompatibleParquet(t *testing.T, dir string) {
+	t.Helper()
+	day := time.Date(2024, 1, 31, 0, 0, 0, 0, time.UTC)
+	putParquet(t, dir, "incompatible.parquet", "event_id:uuid,list_id:int64,tally:int32,event_time:date",
+		[][]any{{"6f1c3b9e-2a4d-4b8e-9c1f-000000000099", int64(99), int32(1), day}})
 }
 
 func copyCorpus(t *testing.T) string {
