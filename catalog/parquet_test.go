@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -17,6 +18,8 @@ import (
 	"time"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/encoding/thrift"
+	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/sluice-data/sluice/cloud"
 )
@@ -210,6 +213,18 @@ func TestParquetRoundTripOfEveryTypeKeepsValuesNullsAndColumnOrder(t *testing.T)
 	}
 	if got, want := len(pf.ColumnIndexes()), len(md.Schema)-1; got != want {
 		t.Errorf("page index covers %d columns, want %d", got, want)
+	}
+	for i, oi := range pf.OffsetIndexes() {
+		for k, loc := range oi.PageLocations {
+			h := readPageHeader(t, f, loc.Offset)
+			st := h.DataPageHeader.V.Statistics
+			if h.DataPageHeaderV2.Valid {
+				st = h.DataPageHeaderV2.V.Statistics
+			}
+			if st.MinValue != nil || st.MaxValue != nil || st.Min != nil || st.Max != nil {
+				t.Errorf("column %d page %d: the header repeats the bounds %q..%q", i, k, st.MinValue, st.MaxValue)
+			}
+		}
 	}
 	for i, e := range md.Schema[1:] {
 		meta := md.RowGroups[0].Columns[i].MetaData
@@ -1131,4 +1146,15 @@ func TestParquetWriterKeepsRowsBeforeABadOneWhole(t *testing.T) {
 			t.Fatalf("row %d = %v, want %v", i, r, rows[i])
 		}
 	}
+}
+
+// readPageHeader decodes the Thrift page header at off in f.
+func readPageHeader(t *testing.T, f io.ReaderAt, off int64) format.PageHeader {
+	t.Helper()
+	r := bufio.NewReader(io.NewSectionReader(f, off, 1<<20))
+	var h format.PageHeader
+	if err := thrift.NewDecoder(new(thrift.CompactProtocol).NewReader(r)).Decode(&h); err != nil {
+		t.Fatalf("page header at %d: %v", off, err)
+	}
+	return h
 }

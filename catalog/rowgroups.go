@@ -88,6 +88,8 @@ func ParquetSchema(schema Schema) (*parquet.Schema, error) {
 func ParquetWriterOptions() []parquet.WriterOption {
 	return []parquet.WriterOption{
 		parquet.Compression(&parquet.Zstd),
+		// parquet-go writes page header statistics unless told not to.
+		parquet.DataPageStatistics(false),
 		parquet.DictionaryMaxBytes(parquetDictionaryMaxBytes),
 	}
 }
