@@ -19,8 +19,11 @@ import (
 // (up to 64-bit collisions).
 //
 // It is computed column-wise: for a batch of rows (a row group), each
-// column's values are hashed and mixed into rowHash[i] in column order, then
-// the finished row hashes are added up. Values are hashed in the table's
+// column's values are hashed (salted by the column) and folded into
+// rowHash[i] in column order, then the finished row hashes are mixed and
+// added up. The fold is a multiply-add (see fold): the values' hashes are
+// already well mixed, so it needs no mixing of its own, and it is the
+// inner loop of every rewrite's verification, on both sides. Values are hashed in the table's
 // representation, after conversion (an INT96 input and its microsecond
 // output hash alike), so inputs and outputs compare.
 
@@ -81,6 +84,14 @@ func hashInt96(i deprecated.Int96) uint64 {
 	return maphash.Bytes(hashSeed, b[:])
 }
 
+// foldMul is the odd multiplier of fold.
+const foldMul = 0x9e3779b97f4a7c15
+
+// fold adds the salted hash x of a row's next column value to the row's
+// hash so far: a bijection of row for each x, so no value is lost, and
+// order-dependent, so values swapped between columns change the result.
+func fold(row, x uint64) uint64 { return row*foldMul + x }
+
 // columnSalt makes the same value hash differently in different columns,
 // so that swapping two columns' values changes the checksum.
 func columnSalt(col int) uint64 { return mix64(uint64(col+1) * 0x9e3779b97f4a7c15) }
@@ -121,7 +132,7 @@ func (h *rowHashes) mix(col int, off int, vals []parquet.Value, hv valueHasher) 
 			if v := &vals[i]; !v.IsNull() {
 				x = mix64(uint64(int64(v.Int32())) ^ salt)
 			}
-			rows[i] = mix64(rows[i]^x) + x
+			rows[i] = fold(rows[i], x)
 		}
 	case parquet.Int64:
 		for i := range vals {
@@ -129,7 +140,7 @@ func (h *rowHashes) mix(col int, off int, vals []parquet.Value, hv valueHasher) 
 			if v := &vals[i]; !v.IsNull() {
 				x = mix64(uint64(v.Int64()) ^ salt)
 			}
-			rows[i] = mix64(rows[i]^x) + x
+			rows[i] = fold(rows[i], x)
 		}
 	case parquet.Double:
 		for i := range vals {
@@ -137,7 +148,7 @@ func (h *rowHashes) mix(col int, off int, vals []parquet.Value, hv valueHasher) 
 			if v := &vals[i]; !v.IsNull() {
 				x = mix64(math.Float64bits(v.Double()) ^ salt)
 			}
-			rows[i] = mix64(rows[i]^x) + x
+			rows[i] = fold(rows[i], x)
 		}
 	case parquet.ByteArray, parquet.FixedLenByteArray:
 		for i := range vals {
@@ -145,7 +156,7 @@ func (h *rowHashes) mix(col int, off int, vals []parquet.Value, hv valueHasher) 
 			if v := &vals[i]; !v.IsNull() {
 				x = mix64(maphash.Bytes(hashSeed, v.ByteArray()) ^ salt)
 			}
-			rows[i] = mix64(rows[i]^x) + x
+			rows[i] = fold(rows[i], x)
 		}
 	default:
 		for i := range vals {
@@ -153,7 +164,7 @@ func (h *rowHashes) mix(col int, off int, vals []parquet.Value, hv valueHasher) 
 			if v := &vals[i]; !v.IsNull() {
 				x = mix64(hv.hash(v) ^ salt)
 			}
-			rows[i] = mix64(rows[i]^x) + x
+			rows[i] = fold(rows[i], x)
 		}
 	}
 }
@@ -163,7 +174,7 @@ func (h *rowHashes) mixNulls(col int, off, n int) {
 	x := nullHash(col)
 	rows := h.rows[off : off+n]
 	for i := range rows {
-		rows[i] = mix64(rows[i]^x) + x
+		rows[i] = fold(rows[i], x)
 	}
 }
 

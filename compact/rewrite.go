@@ -890,9 +890,9 @@ func mixChunkValues(h *rowHashes, j int, c parquet.ColumnChunk, n int, hv valueH
 
 // pageHashes hashes the values of column chunks page by page.
 type pageHashes struct {
-	vh       []uint64           // hashes of the current page's non-null values
+	vh       []uint64           // salted hashes of the current page's non-null values
 	dict     parquet.Dictionary // the dictionary whose hashes dictHash holds
-	dictHash []uint64
+	dictHash []uint64           // its entries' salted hashes
 }
 
 // covers reports whether mixChunk reads column col of hasher hv: a flat,
@@ -943,11 +943,13 @@ func (ph *pageHashes) mixPage(h *rowHashes, j, off, n int, p parquet.Page, hv va
 	if len(p.RepetitionLevels()) != 0 || (maxDef > 0 && len(defs) != nv) || (maxDef == 0 && len(defs) != 0) {
 		return 0, fmt.Errorf("%w: column %d: a page of %d values has %d definition and %d repetition levels", ErrVerify, j, nv, len(defs), len(p.RepetitionLevels()))
 	}
+	// vh holds the salted hashes (x of rowHashes.mix) of the page's
+	// non-null values; a dictionary's entries are hashed and salted once.
 	data := p.Data()
 	var vh []uint64
 	if d := p.Dictionary(); d != nil {
 		if d != ph.dict {
-			ph.dictHash = hashValues(ph.dictHash[:0], parquet.Kind(hv), d.Page().Data())
+			ph.dictHash = saltHashes(hashValues(ph.dictHash[:0], parquet.Kind(hv), d.Page().Data()), salt)
 			ph.dict = d
 		}
 		idx := data.Int32()
@@ -959,7 +961,7 @@ func (ph *pageHashes) mixPage(h *rowHashes, j, off, n int, p parquet.Page, hv va
 			vh = append(vh, ph.dictHash[i])
 		}
 	} else {
-		vh = hashValues(ph.vh[:0], parquet.Kind(hv), data)
+		vh = saltHashes(hashValues(ph.vh[:0], parquet.Kind(hv), data), salt)
 	}
 	ph.vh = vh
 	rows := h.rows[off : off+nv]
@@ -968,9 +970,8 @@ func (ph *pageHashes) mixPage(h *rowHashes, j, off, n int, p parquet.Page, hv va
 		if len(vh) != nv {
 			return 0, fmt.Errorf("%w: column %d: a page of %d values holds %d", ErrVerify, j, nv, len(vh))
 		}
-		for i, v := range vh[:len(rows)] {
-			x := mix64(v ^ salt)
-			rows[i] = mix64(rows[i]^x) + x
+		for i, x := range vh[:len(rows)] {
+			rows[i] = fold(rows[i], x)
 		}
 		return nv, nil
 	}
@@ -981,15 +982,23 @@ func (ph *pageHashes) mixPage(h *rowHashes, j, off, n int, p parquet.Page, hv va
 			if k >= len(vh) {
 				return 0, fmt.Errorf("%w: column %d: a page's levels define more values than it holds", ErrVerify, j)
 			}
-			x = mix64(vh[k] ^ salt)
+			x = vh[k]
 			k++
 		}
-		rows[i] = mix64(rows[i]^x) + x
+		rows[i] = fold(rows[i], x)
 	}
 	if k != len(vh) {
 		return 0, fmt.Errorf("%w: column %d: a page holds %d values, its levels define %d", ErrVerify, j, len(vh), k)
 	}
 	return nv, nil
+}
+
+// saltHashes turns value hashes into column salt's: mix64(h ^ salt).
+func saltHashes(hs []uint64, salt uint64) []uint64 {
+	for i, h := range hs {
+		hs[i] = mix64(h ^ salt)
+	}
+	return hs
 }
 
 // hashValues appends to dst the hash (valueHasher.hash) of each value of
