@@ -47,18 +47,9 @@ func parseUTCTimestamp(s string) (t time.Time, ok bool) {
 	if len(s) < 20 || s[len(s)-1] != 'Z' || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' {
 		return time.Time{}, false
 	}
-	num := func(i, n int) int {
-		v := 0
-		for _, c := range []byte(s[i : i+n]) {
-			if c < '0' || c > '9' {
-				return -1
-			}
-			v = v*10 + int(c-'0')
-		}
-		return v
-	}
-	year, month, day := num(0, 4), num(5, 2), num(8, 2)
-	hour, minute, sec := num(11, 2), num(14, 2), num(17, 2)
+	year := digits(s[0:4])
+	month, day := digits2(s, 5), digits2(s, 8)
+	hour, minute, sec := digits2(s, 11), digits2(s, 14), digits2(s, 17)
 	if year < 1 || month < 1 || month > 12 || day < 1 || hour < 0 || hour > 23 || minute < 0 || minute > 59 || sec < 0 || sec > 59 {
 		return time.Time{}, false
 	}
@@ -70,7 +61,7 @@ func parseUTCTimestamp(s string) (t time.Time, ok bool) {
 		if frac[0] != '.' || len(frac) < 2 || len(frac) > 10 {
 			return time.Time{}, false
 		}
-		n := num(20, len(frac)-1)
+		n := digits(frac[1:])
 		if n < 0 {
 			return time.Time{}, false
 		}
@@ -80,6 +71,28 @@ func parseUTCTimestamp(s string) (t time.Time, ok bool) {
 		nanos = n - n%1000
 	}
 	return time.Date(year, time.Month(month), day, hour, minute, sec, nanos, time.UTC), true
+}
+
+// digits2 is the value of the two decimal digits at s[i:], or -1.
+func digits2(s string, i int) int {
+	a, b := s[i]-'0', s[i+1]-'0'
+	if a > 9 || b > 9 {
+		return -1
+	}
+	return int(a)*10 + int(b)
+}
+
+// digits is the value of the decimal digits s, or -1 if one is not a digit.
+func digits(s string) int {
+	v := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i] - '0'
+		if c > 9 {
+			return -1
+		}
+		v = v*10 + int(c)
+	}
+	return v
 }
 
 func daysIn(month, year int) int {
