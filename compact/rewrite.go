@@ -23,10 +23,10 @@ import (
 	"github.com/sluice-data/sluice/cloud"
 )
 
-// testHookCorrupt, when set by a test, may change values after they were
-// hashed and before they are written: a corruption the verification must
-// catch.
-var testHookCorrupt func(v *parquet.Value)
+// testHookCorrupt, when set by a test, may change values of table column
+// col after they were hashed and before they are written: a corruption the
+// verification must catch.
+var testHookCorrupt func(col int, v *parquet.Value)
 
 // ErrVerify: the rows a rewrite wrote do not match the rows it read (row
 // count, null counts per column or the order-independent checksum of every
@@ -567,6 +567,11 @@ func (rw *rewriter) copyPage(key string, j int, pl *colPlan, p parquet.Page, off
 			return 0, 0, fmt.Errorf("%s: column %q: %w: %v", key, name, catalog.ErrCorruptFile, err)
 		}
 	}
+	if pl.conv == nil && !pl.nullable && p.NumNulls() == 0 {
+		if size, ok, err := rw.copyTyped(key, j, pl, p, off, nv, cw); ok || err != nil {
+			return nv, size, err
+		}
+	}
 	// Values already in the table's type and levels, with no NULL where
 	// the table refuses one, are written as read: only the fixed-width
 	// columns' NULLs need counting, which the page's levels do.
@@ -621,7 +626,7 @@ func (rw *rewriter) copyPage(key string, j int, pl *colPlan, p parquet.Page, off
 			}
 			if testHookCorrupt != nil {
 				for i := range vals {
-					testHookCorrupt(&vals[i])
+					testHookCorrupt(j, &vals[i])
 				}
 			}
 			if _, err := cw.WriteRowValues(vals); err != nil {
@@ -640,6 +645,114 @@ func (rw *rewriter) copyPage(key string, j int, pl *colPlan, p parquet.Page, off
 		return 0, 0, fmt.Errorf("%s: %w: column %q: a page of %d values holds %d", key, catalog.ErrCorruptFile, name, nv, off-start)
 	}
 	return nv, size, nil
+}
+
+// copyTyped is copyPage's work on a page that holds no NULL, for a
+// required table column of the page's own type: the values are built
+// straight from the page's typed data (or its dictionary), not through
+// parquet-go's value reader, which costs more per value than the rest of
+// the copy short of compression. A required column's buffer reads nothing
+// of a value but its payload, so the values need no levels. ok is false,
+// with nothing written, for a kind it does not take (booleans, INT96).
+func (rw *rewriter) copyTyped(key string, j int, pl *colPlan, p parquet.Page, off, nv int, cw *parquet.ColumnWriter) (size int64, ok bool, err error) {
+	name := rw.schema.Columns[j].Name
+	data := p.Data()
+	dict := p.Dictionary()
+	kind := p.Type().Kind()
+	var (
+		idx  []int32
+		i32  []int32
+		i64  []int64
+		f32  []float32
+		f64  []float64
+		b    []byte
+		offs []uint32
+		w    int
+		have int
+	)
+	switch {
+	case dict != nil:
+		idx = data.Int32()
+		have = len(idx)
+	case kind == parquet.Int32:
+		i32 = data.Int32()
+		have = len(i32)
+	case kind == parquet.Int64:
+		i64 = data.Int64()
+		have = len(i64)
+	case kind == parquet.Float:
+		f32 = data.Float()
+		have = len(f32)
+	case kind == parquet.Double:
+		f64 = data.Double()
+		have = len(f64)
+	case kind == parquet.ByteArray:
+		b, offs = data.ByteArray()
+		have = max(len(offs)-1, 0)
+	case kind == parquet.FixedLenByteArray:
+		b, w = data.FixedLenByteArray()
+		if w > 0 {
+			have = len(b) / w
+		}
+	default:
+		return 0, false, nil
+	}
+	if have != nv {
+		return 0, true, fmt.Errorf("%s: %w: column %q: a page of %d values without NULLs holds %d", key, catalog.ErrCorruptFile, name, nv, have)
+	}
+	isBytes := kind == parquet.ByteArray || kind == parquet.FixedLenByteArray
+	for start := 0; start < nv; start += len(rw.vals) {
+		vals := rw.vals[:min(nv-start, len(rw.vals))]
+		end := start + len(vals)
+		switch {
+		case dict != nil:
+			dict.Lookup(idx[start:end], vals)
+			if isBytes {
+				for i := range vals {
+					size += int64(len(vals[i].ByteArray()))
+				}
+			}
+		case i32 != nil:
+			for i, x := range i32[start:end] {
+				vals[i] = parquet.Int32Value(x)
+			}
+		case i64 != nil:
+			for i, x := range i64[start:end] {
+				vals[i] = parquet.Int64Value(x)
+			}
+		case f32 != nil:
+			for i, x := range f32[start:end] {
+				vals[i] = parquet.FloatValue(x)
+			}
+		case f64 != nil:
+			for i, x := range f64[start:end] {
+				vals[i] = parquet.DoubleValue(x)
+			}
+		case offs != nil:
+			for i := range vals {
+				vals[i] = parquet.ByteArrayValue(b[offs[start+i]:offs[start+i+1]])
+			}
+			size += int64(offs[end] - offs[start])
+		default: // FIXED_LEN_BYTE_ARRAY
+			for i := range vals {
+				k := (start + i) * w
+				vals[i] = parquet.FixedLenByteArrayValue(b[k : k+w])
+			}
+			size += int64(len(vals) * w)
+		}
+		if !pl.pageHash {
+			rw.in.mix(j, off+start, vals, rw.hashers[j])
+		}
+		if testHookCorrupt != nil {
+			for i := range vals {
+				testHookCorrupt(j, &vals[i])
+			}
+		}
+		if _, err := cw.WriteRowValues(vals); err != nil {
+			return size, true, fmt.Errorf("%s: column %q: write: %w", key, name, err)
+		}
+	}
+	return size, true, nil
 }
 
 // leafColumns indexes the leaf columns under c by their leaf index.
