@@ -335,7 +335,7 @@ func (rw *rewriter) run(inputs []catalog.DataFile, open Opener) error {
 type colPlan struct {
 	leaf     int                                          // input leaf index; -1: the file lacks the column (NULLs)
 	conv     func(v parquet.Value) (parquet.Value, error) // nil: the value is already in the table's type
-	relevel  bool                                         // set the levels (nullability or conversion differ)
+	relevel  bool                                         // give non-null values definition level 1 (see copyFile)
 	def      int                                          // the table column's definition level of a non-null value
 	nullable bool
 	// pageHash: the values are hashed on the pages' typed values
@@ -376,7 +376,11 @@ func (rw *rewriter) copyFile(p *prefetched) error {
 				return fmt.Errorf("%s: column %q: %w", key, tc.Name, err)
 			}
 			pl.conv = conv
-			pl.relevel = conv != nil || c.Nullable != tc.Nullable
+			// Only an optional table column's buffer reads a value's
+			// definition level: a converted value, or one from a required
+			// input column, needs 1 there. A required column's buffer
+			// reads the payload alone.
+			pl.relevel = tc.Nullable && (conv != nil || !c.Nullable)
 			if col := leafCols[c.Leaf]; conv == nil && col != nil && rw.ph.covers(col, rw.hashers[j]) {
 				pl.pageHash, pl.maxDef = true, byte(col.MaxDefinitionLevel())
 			}
@@ -497,9 +501,7 @@ func (rw *rewriter) copyRowGroup(key string, rg parquet.RowGroup, plans []colPla
 			for off := 0; off < n; {
 				m := min(n-off, len(rw.vals))
 				vals := rw.vals[:m]
-				for i := range vals {
-					vals[i] = parquet.NullValue().Level(0, 0, j)
-				}
+				clear(vals) // NULLs: the zero Value, levels 0
 				if _, err := cw.WriteRowValues(vals); err != nil {
 					return fmt.Errorf("%s: column %q: write: %w", key, rw.schema.Columns[j].Name, err)
 				}
@@ -601,10 +603,7 @@ func (rw *rewriter) copyPage(key string, j int, pl *colPlan, p parquet.Page, off
 					if !pl.nullable {
 						return 0, 0, fmt.Errorf("%s: column %q: NULL in row %d of a row group but the table column is not nullable: %w", key, name, off+i, catalog.ErrIncompatibleSchema)
 					}
-					if pl.relevel {
-						*v = parquet.NullValue().Level(0, 0, j)
-					}
-					continue
+					continue // a NULL's levels are 0 in any flat column
 				}
 				if pl.conv != nil {
 					x, err := pl.conv(*v)
