@@ -95,9 +95,18 @@ func BenchmarkListFiles(b *testing.B) {
 // BenchmarkParquetWriterWrite is the encoding side of an ingest: batches of
 // rows like bench/ingest.sh's (two uuids, an int64, an int32, a timestamp)
 // through one file's writer: conversion, encoding and the pages'
-// compression, without the final row group flush and upload.
+// compression, without the final row group flush and upload. The columns
+// are required, as bench/ingest.sh's, or all nullable (without NULLs).
 func BenchmarkParquetWriterWrite(b *testing.B) {
-	schema := mustSchema("event_id:uuid,list_id:int64,subscriber_id:uuid,tally:int32,event_time:timestamp")
+	for _, bc := range []struct{ name, schema string }{
+		{"required", "event_id:uuid,list_id:int64,subscriber_id:uuid,tally:int32,event_time:timestamp"},
+		{"nullable", "event_id:uuid?,list_id:int64?,subscriber_id:uuid?,tally:int32?,event_time:timestamp?"},
+	} {
+		b.Run(bc.name, func(b *testing.B) { benchParquetWriterWrite(b, mustSchema(bc.schema)) })
+	}
+}
+
+func benchParquetWriterWrite(b *testing.B, schema catalog.Schema) {
 	rows := make([][]any, 1024)
 	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := range rows {
@@ -109,7 +118,7 @@ func BenchmarkParquetWriterWrite(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer w.Abort()
+	defer func() { w.Abort() }()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

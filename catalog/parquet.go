@@ -1139,12 +1139,10 @@ func (pw *ParquetWriter) Write(ctx context.Context, rows [][]any) error {
 // row within rows and the error naming it.
 //
 // Only an optional column's non-null values get a level (definition level
-// 1): parquet-go's column buffers read nothing else of a value's levels or
-// column index, and the zero levels are a required value's and a NULL's.
-// Setting them costs more than the conversion itself: Value.Level writes
-// single bytes that the copy into the slice then reads back whole, a
-// store-forwarding stall per value (about half of BenchmarkParquetWriterWrite
-// before this was so).
+// 1, by SetDefinitionLevel): parquet-go's column buffers read nothing else
+// of a value's levels or column index, and the zero levels are a required
+// value's and a NULL's. Value.Level on every value was about half of
+// BenchmarkParquetWriterWrite (see SetDefinitionLevel).
 func (pw *ParquetWriter) encodeColumn(i int, rows [][]any, first int64) (int, int64, error) {
 	c := pw.schema.Columns[i]
 	kind := c.Type.Kind
@@ -1191,10 +1189,10 @@ func (pw *ParquetWriter) encodeColumn(i int, rows [][]any, first int64) (int, in
 			}
 			size = valueBytes(pv)
 		}
-		if c.Nullable {
-			pv = pv.Level(0, 1, i)
-		}
 		vals = append(vals, pv)
+		if c.Nullable {
+			SetDefinitionLevel(&vals[len(vals)-1], 1)
+		}
 		bytes += size
 	}
 	pw.colVals[i] = vals

@@ -613,7 +613,7 @@ func (rw *rewriter) copyPage(key string, j int, pl *colPlan, p parquet.Page, off
 					*v = x
 				}
 				if pl.relevel {
-					*v = v.Level(0, pl.def, j)
+					catalog.SetDefinitionLevel(v, pl.def)
 				}
 				if isBytes {
 					size += int64(len(v.ByteArray()))
