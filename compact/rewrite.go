@@ -652,7 +652,8 @@ func (rw *rewriter) copyPage(key string, j int, pl *colPlan, p parquet.Page, off
 // parquet-go's value reader, which costs more per value than the rest of
 // the copy short of compression. A required column's buffer reads nothing
 // of a value but its payload, so the values need no levels. ok is false,
-// with nothing written, for a kind it does not take (booleans, INT96).
+// with nothing written, for a kind it does not take (booleans, and FLOAT
+// and INT96, which no table column holds unconverted).
 func (rw *rewriter) copyTyped(key string, j int, pl *colPlan, p parquet.Page, off, nv int, cw *parquet.ColumnWriter) (size int64, ok bool, err error) {
 	name := rw.schema.Columns[j].Name
 	data := p.Data()
@@ -662,7 +663,6 @@ func (rw *rewriter) copyTyped(key string, j int, pl *colPlan, p parquet.Page, of
 		idx  []int32
 		i32  []int32
 		i64  []int64
-		f32  []float32
 		f64  []float64
 		b    []byte
 		offs []uint32
@@ -679,9 +679,6 @@ func (rw *rewriter) copyTyped(key string, j int, pl *colPlan, p parquet.Page, of
 	case kind == parquet.Int64:
 		i64 = data.Int64()
 		have = len(i64)
-	case kind == parquet.Float:
-		f32 = data.Float()
-		have = len(f32)
 	case kind == parquet.Double:
 		f64 = data.Double()
 		have = len(f64)
@@ -718,10 +715,6 @@ func (rw *rewriter) copyTyped(key string, j int, pl *colPlan, p parquet.Page, of
 		case i64 != nil:
 			for i, x := range i64[start:end] {
 				vals[i] = parquet.Int64Value(x)
-			}
-		case f32 != nil:
-			for i, x := range f32[start:end] {
-				vals[i] = parquet.FloatValue(x)
 			}
 		case f64 != nil:
 			for i, x := range f64[start:end] {
