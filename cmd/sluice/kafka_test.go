@@ -128,7 +128,7 @@ func mustLocation(t *testing.T, loc string) string {
 // are still there a second after a session timeout, when Kafka would have
 // expired them, are removed then, as Kafka would. The final run's wait for
 // dead members and its taking their partitions over are unchanged. The
-// returned func waits for the reaper.
+// returned func, called once the final run is over, stops the reaper.
 func reapZombieMembers(t *testing.T, cl *kgo.Client, group string) (wait func()) {
 	t.Helper()
 	adm := kadm.NewClient(cl)
@@ -144,10 +144,14 @@ func reapZombieMembers(t *testing.T, cl *kgo.Client, group string) (wait func())
 		return ids
 	}
 	dead := members()
-	done := make(chan struct{})
+	done, stop := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
-		time.Sleep(ingestSessionTimeout + time.Second)
+		select {
+		case <-time.After(ingestSessionTimeout + time.Second):
+		case <-stop: // the final run is over
+			return
+		}
 		var stale []string
 		for _, id := range members() {
 			if slices.Contains(dead, id) {
@@ -167,7 +171,7 @@ func reapZombieMembers(t *testing.T, cl *kgo.Client, group string) (wait func())
 		_, err := req.RequestWith(context.Background(), cl)
 		t.Logf("removed %d member(s) kfake did not expire: %v (err %v)", len(stale), stale, err)
 	}()
-	return func() { <-done }
+	return func() { close(stop); <-done }
 }
 
 // ingestSessionTimeout is the consumer group session timeout sluice ingest
