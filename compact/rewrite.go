@@ -620,16 +620,8 @@ func (rw *rewriter) copyPage(key string, j int, pl *colPlan, p parquet.Page, off
 				}
 			}
 			rw.nulls[j] += nulls
-			if !pl.pageHash {
-				rw.in.mix(j, off, vals, rw.hashers[j])
-			}
-			if testHookCorrupt != nil {
-				for i := range vals {
-					testHookCorrupt(j, &vals[i])
-				}
-			}
-			if _, err := cw.WriteRowValues(vals); err != nil {
-				return 0, 0, fmt.Errorf("%s: column %q: write: %w", key, name, err)
+			if err := rw.writeValues(key, j, pl, off, vals, cw); err != nil {
+				return 0, 0, err
 			}
 			off += m
 		}
@@ -655,96 +647,99 @@ func (rw *rewriter) copyPage(key string, j int, pl *colPlan, p parquet.Page, off
 // with nothing written, for a kind it does not take (booleans, and FLOAT
 // and INT96, which no table column holds unconverted).
 func (rw *rewriter) copyTyped(key string, j int, pl *colPlan, p parquet.Page, off, nv int, cw *parquet.ColumnWriter) (size int64, ok bool, err error) {
-	name := rw.schema.Columns[j].Name
 	data := p.Data()
-	dict := p.Dictionary()
-	kind := p.Type().Kind()
-	var (
-		idx  []int32
-		i32  []int32
-		i64  []int64
-		f64  []float64
-		b    []byte
-		offs []uint32
-		w    int
-		have int
-	)
-	switch {
-	case dict != nil:
-		idx = data.Int32()
-		have = len(idx)
+	// fill builds the values of rows [start, start+len(vals)) of the page
+	// and returns their bytes (zero for a fixed-width kind); have is how
+	// many values the page's data holds.
+	var fill func(vals []parquet.Value, start int) int64
+	var have int
+	switch kind := p.Type().Kind(); {
+	case p.Dictionary() != nil:
+		dict, idx := p.Dictionary(), data.Int32()
+		isBytes := kind == parquet.ByteArray || kind == parquet.FixedLenByteArray
+		have, fill = len(idx), func(vals []parquet.Value, start int) (n int64) {
+			dict.Lookup(idx[start:start+len(vals)], vals)
+			for i := 0; isBytes && i < len(vals); i++ {
+				n += int64(len(vals[i].ByteArray()))
+			}
+			return n
+		}
 	case kind == parquet.Int32:
-		i32 = data.Int32()
-		have = len(i32)
+		xs := data.Int32()
+		have, fill = len(xs), func(vals []parquet.Value, start int) int64 {
+			for i, x := range xs[start : start+len(vals)] {
+				vals[i] = parquet.Int32Value(x)
+			}
+			return 0
+		}
 	case kind == parquet.Int64:
-		i64 = data.Int64()
-		have = len(i64)
+		xs := data.Int64()
+		have, fill = len(xs), func(vals []parquet.Value, start int) int64 {
+			for i, x := range xs[start : start+len(vals)] {
+				vals[i] = parquet.Int64Value(x)
+			}
+			return 0
+		}
 	case kind == parquet.Double:
-		f64 = data.Double()
-		have = len(f64)
+		xs := data.Double()
+		have, fill = len(xs), func(vals []parquet.Value, start int) int64 {
+			for i, x := range xs[start : start+len(vals)] {
+				vals[i] = parquet.DoubleValue(x)
+			}
+			return 0
+		}
 	case kind == parquet.ByteArray:
-		b, offs = data.ByteArray()
-		have = max(len(offs)-1, 0)
+		b, offs := data.ByteArray()
+		have, fill = max(len(offs)-1, 0), func(vals []parquet.Value, start int) int64 {
+			for i := range vals {
+				vals[i] = parquet.ByteArrayValue(b[offs[start+i]:offs[start+i+1]])
+			}
+			return int64(offs[start+len(vals)] - offs[start])
+		}
 	case kind == parquet.FixedLenByteArray:
-		b, w = data.FixedLenByteArray()
+		b, w := data.FixedLenByteArray()
 		if w > 0 {
 			have = len(b) / w
+		}
+		fill = func(vals []parquet.Value, start int) int64 {
+			for i := range vals {
+				k := (start + i) * w
+				vals[i] = parquet.FixedLenByteArrayValue(b[k : k+w])
+			}
+			return int64(len(vals) * w)
 		}
 	default:
 		return 0, false, nil
 	}
 	if have != nv {
-		return 0, true, fmt.Errorf("%s: %w: column %q: a page of %d values without NULLs holds %d", key, catalog.ErrCorruptFile, name, nv, have)
+		return 0, true, fmt.Errorf("%s: %w: column %q: a page of %d values without NULLs holds %d", key, catalog.ErrCorruptFile, rw.schema.Columns[j].Name, nv, have)
 	}
-	isBytes := kind == parquet.ByteArray || kind == parquet.FixedLenByteArray
 	for start := 0; start < nv; start += len(rw.vals) {
 		vals := rw.vals[:min(nv-start, len(rw.vals))]
-		end := start + len(vals)
-		switch {
-		case dict != nil:
-			dict.Lookup(idx[start:end], vals)
-			if isBytes {
-				for i := range vals {
-					size += int64(len(vals[i].ByteArray()))
-				}
-			}
-		case i32 != nil:
-			for i, x := range i32[start:end] {
-				vals[i] = parquet.Int32Value(x)
-			}
-		case i64 != nil:
-			for i, x := range i64[start:end] {
-				vals[i] = parquet.Int64Value(x)
-			}
-		case f64 != nil:
-			for i, x := range f64[start:end] {
-				vals[i] = parquet.DoubleValue(x)
-			}
-		case offs != nil:
-			for i := range vals {
-				vals[i] = parquet.ByteArrayValue(b[offs[start+i]:offs[start+i+1]])
-			}
-			size += int64(offs[end] - offs[start])
-		default: // FIXED_LEN_BYTE_ARRAY
-			for i := range vals {
-				k := (start + i) * w
-				vals[i] = parquet.FixedLenByteArrayValue(b[k : k+w])
-			}
-			size += int64(len(vals) * w)
-		}
-		if !pl.pageHash {
-			rw.in.mix(j, off+start, vals, rw.hashers[j])
-		}
-		if testHookCorrupt != nil {
-			for i := range vals {
-				testHookCorrupt(j, &vals[i])
-			}
-		}
-		if _, err := cw.WriteRowValues(vals); err != nil {
-			return size, true, fmt.Errorf("%s: column %q: write: %w", key, name, err)
+		size += fill(vals, start)
+		if err := rw.writeValues(key, j, pl, off+start, vals, cw); err != nil {
+			return size, true, err
 		}
 	}
 	return size, true, nil
+}
+
+// writeValues hashes the values of table column j from the row group's
+// row off on, unless their page was hashed whole (colPlan.pageHash), and
+// writes them to cw.
+func (rw *rewriter) writeValues(key string, j int, pl *colPlan, off int, vals []parquet.Value, cw *parquet.ColumnWriter) error {
+	if !pl.pageHash {
+		rw.in.mix(j, off, vals, rw.hashers[j])
+	}
+	if testHookCorrupt != nil {
+		for i := range vals {
+			testHookCorrupt(j, &vals[i])
+		}
+	}
+	if _, err := cw.WriteRowValues(vals); err != nil {
+		return fmt.Errorf("%s: column %q: write: %w", key, rw.schema.Columns[j].Name, err)
+	}
+	return nil
 }
 
 // leafColumns indexes the leaf columns under c by their leaf index.
