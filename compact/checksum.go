@@ -23,9 +23,9 @@ import (
 // rowHash[i] in column order, then the finished row hashes are mixed and
 // added up. The fold is a multiply-add (see fold): the values' hashes are
 // already well mixed, so it needs no mixing of its own, and it is the
-// inner loop of every rewrite's verification, on both sides. Values are hashed in the table's
-// representation, after conversion (an INT96 input and its microsecond
-// output hash alike), so inputs and outputs compare.
+// inner loop of every rewrite's verification, on both sides. Values are
+// hashed in the table's representation, after conversion (an INT96 input
+// and its microsecond output hash alike), so inputs and outputs compare.
 
 // hashSeed is the seed of byte-string hashes; it is per process, and
 // checksums are only ever compared within one.
@@ -84,17 +84,18 @@ func hashInt96(i deprecated.Int96) uint64 {
 	return maphash.Bytes(hashSeed, b[:])
 }
 
-// foldMul is the odd multiplier of fold.
-const foldMul = 0x9e3779b97f4a7c15
+// golden is 2^64 divided by the golden ratio, odd: the multiplier of fold
+// and of columnSalt.
+const golden = 0x9e3779b97f4a7c15
 
 // fold adds the salted hash x of a row's next column value to the row's
 // hash so far: a bijection of row for each x, so no value is lost, and
 // order-dependent, so values swapped between columns change the result.
-func fold(row, x uint64) uint64 { return row*foldMul + x }
+func fold(row, x uint64) uint64 { return row*golden + x }
 
 // columnSalt makes the same value hash differently in different columns,
 // so that swapping two columns' values changes the checksum.
-func columnSalt(col int) uint64 { return mix64(uint64(col+1) * 0x9e3779b97f4a7c15) }
+func columnSalt(col int) uint64 { return mix64(uint64(col+1) * golden) }
 
 // nullHash is the hash of a NULL in column col.
 func nullHash(col int) uint64 { return mix64(columnSalt(col) ^ 0x6e756c6c) }

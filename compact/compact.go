@@ -1,6 +1,7 @@
 package compact
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -109,9 +110,9 @@ func (r Result) Err() error {
 }
 
 // Run compacts the table: plan, rewrite bins in parallel, verify, commit
-// per group of partitions. With no target file size in o, the table's
-// own applies (catalog.Manifest.TargetFileSize). An error in one partition does not stop the
-// others; see Result.Failed. The returned error is for the run as a whole
+// per group of partitions. With no target file size in o, the table's own
+// applies (catalog.Manifest.TargetFileSize). An error in one partition
+// does not stop the others; see Result.Failed. The returned error is for the run as a whole
 // (the table could not be read, the context was cancelled).
 func Run(ctx context.Context, t Table, o Options) (Result, error) {
 	start := time.Now()
@@ -140,15 +141,11 @@ func Run(ctx context.Context, t Table, o Options) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	if o.Plan.TargetFileSize == 0 && o.Rewrite.TargetFileSize == 0 {
-		o.Plan.TargetFileSize = m.TargetFileSize()
-	}
-	if o.Rewrite.TargetFileSize == 0 {
-		o.Rewrite.TargetFileSize = o.Plan.TargetFileSize
-	}
-	if o.Plan.TargetFileSize == 0 {
-		o.Plan.TargetFileSize = o.Rewrite.TargetFileSize
-	}
+	// One target for planning and rewriting: whichever o sets, else the
+	// table's own.
+	target := cmp.Or(o.Plan.TargetFileSize, o.Rewrite.TargetFileSize, m.TargetFileSize())
+	o.Plan.TargetFileSize = cmp.Or(o.Plan.TargetFileSize, target)
+	o.Rewrite.TargetFileSize = cmp.Or(o.Rewrite.TargetFileSize, target)
 	files, err := t.Files(ctx, m)
 	if err != nil {
 		return res, err
