@@ -900,10 +900,19 @@ func (kr *kafkaRun) consume(ctx context.Context, cl *kgo.Client, start time.Time
 
 // notCaughtUp returns the partitions the topic had when the run started
 // that are not read up to the end offset listed then, by this run or by
-// others as t's checkpoint records; sorted.
+// others as t's checkpoint records; sorted. When this run read them all
+// (a run alone in its group), it does not read the manifest.
 func (kr *kafkaRun) notCaughtUp(ctx context.Context) ([]int32, error) {
-	if kr.readAll() {
-		return nil, nil // whatever others committed, nothing is missing
+	kr.mu.Lock()
+	var unread []int32 // by this run
+	for p, end := range kr.topicEnds {
+		if kp := kr.parts[p]; kp == nil || kp.next < end {
+			unread = append(unread, p)
+		}
+	}
+	kr.mu.Unlock()
+	if len(unread) == 0 {
+		return nil, nil
 	}
 	m, err := kr.t.Latest(ctx)
 	if err != nil {
@@ -916,7 +925,7 @@ func (kr *kafkaRun) notCaughtUp(ctx context.Context) ([]int32, error) {
 	kr.mu.Lock()
 	defer kr.mu.Unlock()
 	var missing []int32
-	for p, end := range kr.topicEnds {
+	for _, p := range unread {
 		at, ok := cp.next(p)
 		if kp := kr.parts[p]; kp != nil && kp.next > at {
 			at, ok = kp.next, true
@@ -924,26 +933,12 @@ func (kr *kafkaRun) notCaughtUp(ctx context.Context) ([]int32, error) {
 		if !ok {
 			at = kr.topicStarts[p] // never read: nothing below the log start
 		}
-		if at < end {
+		if at < kr.topicEnds[p] {
 			missing = append(missing, p)
 		}
 	}
 	slices.Sort(missing)
 	return missing, nil
-}
-
-// readAll tells whether this run itself read every partition of the
-// topic up to its end offset listed at the start: the case of a run alone
-// in its group, which then need not read the manifest to know.
-func (kr *kafkaRun) readAll() bool {
-	kr.mu.Lock()
-	defer kr.mu.Unlock()
-	for p, end := range kr.topicEnds {
-		if kp := kr.parts[p]; kp == nil || kp.next < end {
-			return false
-		}
-	}
-	return true
 }
 
 // groupMembers is a group's membership as last described, and since when
