@@ -161,38 +161,37 @@ func take[T any](chunk *[]T) *T {
 	return p
 }
 
+// put keeps v in *chunk's next element and returns it boxed as typ.
+func put[T any](chunk *[]T, typ unsafe.Pointer, v T) any {
+	p := take(chunk)
+	*p = v
+	return box(typ, unsafe.Pointer(p))
+}
+
 func (b *boxes) str(s string) any {
 	if b == nil {
 		return s
 	}
-	p := take(&b.strs)
-	*p = s
-	return box(stringType, unsafe.Pointer(p))
+	return put(&b.strs, stringType, s)
 }
 
 func (b *boxes) i64(n int64) any {
 	if b == nil {
 		return n
 	}
-	p := take(&b.i64s)
-	*p = n
-	return box(int64Type, unsafe.Pointer(p))
+	return put(&b.i64s, int64Type, n)
 }
 
 func (b *boxes) i32(n int32) any {
 	if b == nil {
 		return n
 	}
-	p := take(&b.i32s)
-	*p = n
-	return box(int32Type, unsafe.Pointer(p))
+	return put(&b.i32s, int32Type, n)
 }
 
 func (b *boxes) time(t time.Time) any {
 	if b == nil {
 		return t
 	}
-	p := take(&b.times)
-	*p = t
-	return box(timeType, unsafe.Pointer(p))
+	return put(&b.times, timeType, t)
 }
