@@ -18,13 +18,15 @@ import (
 // that the check fails, SetDefinitionLevel falls back to Level.
 
 // defLevelOffset is the offset of parquet.Value's definition level byte,
-// or -1 when SetDefinitionLevel must use Value.Level.
+// or noOffset when SetDefinitionLevel must use Value.Level.
 var defLevelOffset = findDefLevelOffset()
+
+const noOffset = ^uintptr(0)
 
 func findDefLevelOffset() uintptr {
 	f, ok := reflect.TypeFor[parquet.Value]().FieldByName("definitionLevel")
 	if !ok || f.Type.Kind() != reflect.Uint8 {
-		return ^uintptr(0)
+		return noOffset
 	}
 	// The byte must be the definition level and nothing else: set it on
 	// values of every shape and compare with what Level gives.
@@ -34,7 +36,7 @@ func findDefLevelOffset() uintptr {
 			*(*byte)(unsafe.Add(unsafe.Pointer(&got), f.Offset)) = byte(def)
 			if got.DefinitionLevel() != def || got.RepetitionLevel() != 0 || got.Column() != v.Column() ||
 				!parquet.Equal(got, want) || got.Kind() != want.Kind() {
-				return ^uintptr(0)
+				return noOffset
 			}
 		}
 	}
@@ -47,7 +49,7 @@ func findDefLevelOffset() uintptr {
 // (Should it fall back to Level, a value without a column index gets
 // column 0, which column buffers do not read.)
 func SetDefinitionLevel(v *parquet.Value, def int) {
-	if defLevelOffset == ^uintptr(0) {
+	if defLevelOffset == noOffset {
 		*v = v.Level(v.RepetitionLevel(), def, max(v.Column(), 0))
 		return
 	}

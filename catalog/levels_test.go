@@ -10,7 +10,7 @@ import (
 // parquet-go it takes the fast path (a failing check after an upgrade
 // means it fell back to Level: correct, but slow).
 func TestSetDefinitionLevelMatchesLevel(t *testing.T) {
-	if defLevelOffset == ^uintptr(0) {
+	if defLevelOffset == noOffset {
 		t.Fatal("parquet.Value's definition level was not found: SetDefinitionLevel falls back to Value.Level")
 	}
 	for _, v := range []parquet.Value{

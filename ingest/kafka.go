@@ -193,14 +193,15 @@ func (kp *kafkaPart) require(c kafkaCheckpoint, base int64) error {
 	return fmt.Errorf("partition %d is %s, not at %s where this run started reading it", kp.p, at, want)
 }
 
+// KafkaSessionTimeout is the consumer group session timeout a Kafka run
+// asks for: how long the group waits for a member that stopped
+// heartbeating (a crashed instance) before handing its partitions to the
+// others. Kafka's 45s default suits long-lived consumers; a killed batch
+// run should not hold up the next one that long.
+const KafkaSessionTimeout = 10 * time.Second
+
 // Consumer group timing.
 var (
-	// kafkaSessionTimeout is how long the group waits for a member that
-	// stopped heartbeating (a crashed instance) before handing its
-	// partitions to the others. Kafka's 45s default suits long-lived
-	// consumers; a killed batch run should not hold up the next one that
-	// long.
-	kafkaSessionTimeout = 10 * time.Second
 	// kafkaRebalanceTimeout is how long a rebalance waits for the members
 	// to rejoin. A live run rejoins within a heartbeat plus the commit it
 	// makes before giving partitions up, a few seconds; a crashed one
@@ -211,7 +212,7 @@ var (
 	kafkaRebalanceTimeout = 20 * time.Second
 	// kafkaJoinTimeout bounds how long a run waits for its first
 	// assignment: the group waits for every member to rejoin, a crashed
-	// one up to kafkaSessionTimeout, a slow one up to
+	// one up to KafkaSessionTimeout, a slow one up to
 	// kafkaRebalanceTimeout.
 	kafkaJoinTimeout = 2 * time.Minute
 	// kafkaGroupCommitTimeout bounds committing the group offsets, which
@@ -219,8 +220,8 @@ var (
 	kafkaGroupCommitTimeout = 10 * time.Second
 	// kafkaLiveAfter is how long the group must keep the same members,
 	// stable, for a run to trust that they are alive: a member that does
-	// not heartbeat is expired within kafkaSessionTimeout.
-	kafkaLiveAfter = kafkaSessionTimeout + 2*time.Second
+	// not heartbeat is expired within KafkaSessionTimeout.
+	kafkaLiveAfter = KafkaSessionTimeout + 2*time.Second
 	// kafkaOthersWait bounds how long a run whose own partitions are read
 	// stays in the group while others' are not, for a group that never
 	// settles.
@@ -323,7 +324,7 @@ func runKafka(ctx context.Context, t *catalog.Table, source string, o Options) (
 	opts := []kgo.Opt{kgo.SeedBrokers(ks.brokers...),
 		kgo.ConsumerGroup(group), kgo.ConsumeTopics(ks.topic),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
-		kgo.SessionTimeout(kafkaSessionTimeout),
+		kgo.SessionTimeout(KafkaSessionTimeout),
 		kgo.RebalanceTimeout(kafkaRebalanceTimeout),
 		// The manifest holds the offsets; the group's are written for
 		// monitoring only, after the manifest commit.

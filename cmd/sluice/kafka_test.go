@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-data/sluice/cloud"
+	"github.com/sluice-data/sluice/ingest"
 )
 
 // TestIngestKafkaKilledRunsExactlyOnce produces records over 4 partitions
@@ -148,7 +149,7 @@ func reapZombieMembers(t *testing.T, cl *kgo.Client, group string) (wait func())
 	go func() {
 		defer close(done)
 		select {
-		case <-time.After(ingestSessionTimeout + time.Second):
+		case <-time.After(ingest.KafkaSessionTimeout + time.Second):
 		case <-stop: // the final run is over
 			return
 		}
@@ -173,7 +174,3 @@ func reapZombieMembers(t *testing.T, cl *kgo.Client, group string) (wait func())
 	}()
 	return func() { close(stop); <-done }
 }
-
-// ingestSessionTimeout is the consumer group session timeout sluice ingest
-// asks for (ingest's kafkaSessionTimeout).
-const ingestSessionTimeout = 10 * time.Second
