@@ -569,7 +569,7 @@ func (rw *rewriter) copyPage(key string, j int, pl *colPlan, p parquet.Page, off
 			return 0, 0, fmt.Errorf("%s: column %q: %w: %v", key, name, catalog.ErrCorruptFile, err)
 		}
 	}
-	if pl.conv == nil && !pl.nullable && p.NumNulls() == 0 {
+	if pl.conv == nil {
 		if size, ok, err := rw.copyTyped(key, j, pl, p, off, nv, cw); ok || err != nil {
 			return nv, size, err
 		}
@@ -638,15 +638,26 @@ func (rw *rewriter) copyPage(key string, j int, pl *colPlan, p parquet.Page, off
 	return nv, size, nil
 }
 
-// copyTyped is copyPage's work on a page that holds no NULL, for a
-// required table column of the page's own type: the values are built
-// straight from the page's typed data (or its dictionary), not through
-// parquet-go's value reader, which costs more per value than the rest of
-// the copy short of compression. A required column's buffer reads nothing
-// of a value but its payload, so the values need no levels. ok is false,
-// with nothing written, for a kind it does not take (booleans, and FLOAT
-// and INT96, which no table column holds unconverted).
+// copyTyped is copyPage's work on a page of the table column's own type:
+// the values are built straight from the page's typed data (or its
+// dictionary), not through parquet-go's value reader, which costs more per
+// value than the rest of the copy short of compression. A page with NULLs
+// takes this path when its column is flat (see pageHashes.covers) and the
+// table column nullable; its non-null values are spread over the rows its
+// definition levels say. Only an optional column's buffer reads a value's
+// definition level, so only a nullable table column's values get one. ok
+// is false, with nothing written, for a page it does not take: NULLs where
+// the table column refuses them (copyPage reports those), nested levels,
+// booleans, and FLOAT and INT96, which no table column holds unconverted.
 func (rw *rewriter) copyTyped(key string, j int, pl *colPlan, p parquet.Page, off, nv int, cw *parquet.ColumnWriter) (size int64, ok bool, err error) {
+	nulls := int(p.NumNulls())
+	var defs []byte
+	if nulls > 0 {
+		defs = p.DefinitionLevels()
+		if !pl.nullable || !pl.pageHash || pl.maxDef != 1 || len(defs) != nv {
+			return 0, false, nil
+		}
+	}
 	data := p.Data()
 	// fill builds the values of rows [start, start+len(vals)) of the page
 	// and returns their bytes (zero for a fixed-width kind); have is how
@@ -711,17 +722,71 @@ func (rw *rewriter) copyTyped(key string, j int, pl *colPlan, p parquet.Page, of
 	default:
 		return 0, false, nil
 	}
-	if have != nv {
-		return 0, true, fmt.Errorf("%s: %w: column %q: a page of %d values without NULLs holds %d", key, catalog.ErrCorruptFile, rw.schema.Columns[j].Name, nv, have)
+	if have != nv-nulls {
+		return 0, true, fmt.Errorf("%s: %w: column %q: a page of %d values and %d NULLs holds %d values", key, catalog.ErrCorruptFile, rw.schema.Columns[j].Name, nv, nulls, have)
 	}
+	k := 0 // the page's non-null values used so far
 	for start := 0; start < nv; start += len(rw.vals) {
 		vals := rw.vals[:min(nv-start, len(rw.vals))]
-		size += fill(vals, start)
+		if defs == nil {
+			size += fill(vals, k)
+			k += len(vals)
+			if pl.nullable {
+				for i := range vals {
+					catalog.SetDefinitionLevel(&vals[i], pl.def)
+				}
+			}
+		} else {
+			n, err := spreadValues(vals, defs[start:start+len(vals)], have-k, func(dense []parquet.Value) int64 { return fill(dense, k) }, pl.def)
+			if err != nil {
+				return size, true, fmt.Errorf("%s: %w: column %q: %v", key, catalog.ErrCorruptFile, rw.schema.Columns[j].Name, err)
+			}
+			size += n
+			k += len(vals) - countNulls(defs[start:start+len(vals)])
+		}
 		if err := rw.writeValues(key, j, pl, off+start, vals, cw); err != nil {
 			return size, true, err
 		}
 	}
+	rw.nulls[j] += int64(nulls)
 	return size, true, nil
+}
+
+// countNulls counts the NULLs of a flat optional column's page: its
+// definition levels other than 1.
+func countNulls(defs []byte) (n int) {
+	for _, d := range defs {
+		if d != 1 {
+			n++
+		}
+	}
+	return n
+}
+
+// spreadValues builds the values of the rows whose definition levels are
+// defs (1 for a value, else NULL): fill builds the dense non-null ones, of which left remain
+// in the page, and they are moved to the rows defs marks non-null, given
+// definition level def; the other rows become NULLs. It returns fill's
+// bytes.
+func spreadValues(vals []parquet.Value, defs []byte, left int, fill func(dense []parquet.Value) int64, def int) (int64, error) {
+	dense := len(vals) - countNulls(defs)
+	if dense > left {
+		return 0, fmt.Errorf("a page's levels define more values than it holds")
+	}
+	size := fill(vals[:dense])
+	// From the back, so that no dense value is overwritten before it has
+	// moved: src, the last one not yet moved, is below i at every NULL.
+	src := dense - 1
+	for i := len(vals) - 1; i >= 0; i-- {
+		if defs[i] != 1 {
+			vals[i] = parquet.Value{}
+			continue
+		}
+		vals[i] = vals[src]
+		catalog.SetDefinitionLevel(&vals[i], def)
+		src--
+	}
+	return size, nil
 }
 
 // writeValues hashes the values of table column j from the row group's

@@ -174,45 +174,74 @@ func TestRewriteManySmallFiles(t *testing.T) {
 	}
 }
 
-// Pages without NULLs going to required columns take the typed path, for
-// every physical type it builds values of: int32, int64, double, byte
-// arrays plain and dictionary-encoded, fixed-length byte arrays. Inputs
+// Pages take the typed path, for every physical type it builds values of:
+// int32, int64, double, byte arrays plain and dictionary-encoded,
+// fixed-length byte arrays. Into required table columns from inputs
 // written with the columns nullable (as DuckDB and Spark write them) or
-// required, pages longer than one batch of values: the rows come out the
-// same and the verification passes.
+// required; into nullable ones from both, with NULLs alone, in short and
+// long runs, and pages of NULLs only. Pages are longer than one batch of
+// values: the rows come out the same and the verification passes.
 func TestRewriteTypedPagesOfEveryKind(t *testing.T) {
-	ctx := context.Background()
-	st := tempStore(t)
-	schema := parseSchema(t, "i:int32,l:int64,f:float64,s:string,u:uuid,big:decimal(20,2),d:date,ts:timestamp")
+	required := parseSchema(t, "i:int32,l:int64,f:float64,s:string,u:uuid,big:decimal(20,2),d:date,ts:timestamp")
 	nullable := parseSchema(t, "i:int32?,l:int64?,f:float64?,s:string?,u:uuid?,big:decimal(20,2)?,d:date?,ts:timestamp?")
 	day := time.Date(2024, 2, 29, 0, 0, 0, 0, time.UTC)
-	rows := func(base, n int) [][]any {
+	rows := func(base, n int, nulls bool) [][]any {
 		out := make([][]any, n)
 		for i := range out {
 			k := base + i
 			out[i] = []any{int32(k % 70000), int64(k) * 7919, float64(k) / 7, fmt.Sprintf("kind-%d", k%9),
 				fmt.Sprintf("00000000-0000-4000-8000-%012d", k), fmt.Sprintf("%d.%02d", k*1000003, k%100),
 				day, day.Add(time.Duration(k) * time.Millisecond)}
+			if !nulls {
+				continue
+			}
+			for c := range out[i] {
+				switch {
+				case c == 0 && k < base+n/2, // half the file: a page of NULLs only
+					c == 1 && k%2 == 0, // every other row
+					c == 3 && k%7 < 3,  // runs of three
+					c == 5 && k%5000 < 1500,
+					c == 7 && k%11 == 10:
+					out[i][c] = nil
+				}
+			}
 		}
 		return out
 	}
-	var inputs []catalog.DataFile
-	for i := range 4 {
-		fs := schema
-		if i%2 == 0 {
-			fs = nullable
-		}
-		inputs = append(inputs, writeFile(t, st, fmt.Sprintf("in-%d.parquet", i), "", fs, rows(i*10000, 10000)))
-	}
-	res, err := Rewrite(ctx, storeOpener(st), st, schema, "", inputs, RewriteOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.RowsOut != 40000 {
-		t.Fatalf("rows out %d, want 40000", res.RowsOut)
-	}
-	if a, b := readRows(t, st, schema, inputs), readRows(t, st, schema, res.Outputs); !slices.Equal(a, b) {
-		t.Fatalf("rows differ: %d in, %d out", len(a), len(b))
+	for _, tc := range []struct {
+		name  string
+		table catalog.Schema
+		nulls bool
+	}{
+		{"required table", required, false},
+		{"nullable table with NULLs", nullable, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			st := tempStore(t)
+			var inputs []catalog.DataFile
+			for i := range 4 {
+				fs, nulls := required, false
+				if i%2 == 0 {
+					fs, nulls = nullable, tc.nulls
+				}
+				inputs = append(inputs, writeFile(t, st, fmt.Sprintf("in-%d.parquet", i), "", fs, rows(i*10000, 10000, nulls)))
+			}
+			res, err := Rewrite(ctx, storeOpener(st), st, tc.table, "", inputs, RewriteOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.RowsOut != 40000 {
+				t.Fatalf("rows out %d, want 40000", res.RowsOut)
+			}
+			a, b := readRows(t, st, tc.table, inputs), readRows(t, st, tc.table, res.Outputs)
+			if !slices.Equal(a, b) {
+				t.Fatalf("rows differ: %d in, %d out", len(a), len(b))
+			}
+			if nulls := strings.Count(strings.Join(b, "\n"), "NULL"); tc.nulls != (nulls > 0) {
+				t.Fatalf("%d NULLs out", nulls)
+			}
+		})
 	}
 }
 
