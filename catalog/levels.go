@@ -50,8 +50,14 @@ func findDefLevelOffset() uintptr {
 // column 0, which column buffers do not read.)
 func SetDefinitionLevel(v *parquet.Value, def int) {
 	if defLevelOffset == noOffset {
-		*v = v.Level(v.RepetitionLevel(), def, max(v.Column(), 0))
+		setLevel(v, def)
 		return
 	}
 	*(*byte)(unsafe.Add(unsafe.Pointer(v), defLevelOffset)) = byte(def)
+}
+
+// setLevel is SetDefinitionLevel's fallback, apart so that the fast path
+// inlines at its callers.
+func setLevel(v *parquet.Value, def int) {
+	*v = v.Level(v.RepetitionLevel(), def, max(v.Column(), 0))
 }
