@@ -41,6 +41,7 @@ var conformance = map[string]func(t *testing.T, st cloud.Store, loc string){
 	"a body bigger than one part is stored whole":       testBigBody,
 	"a body shorter than its stated size is not stored": testShortBody,
 	"a staged file is stored from where it is read":     testPutFromFile,
+	"PutFile stores a finished file whole":              testPutFile,
 }
 
 func TestConformance(t *testing.T) {
@@ -521,6 +522,52 @@ func testPutFromFile(t *testing.T, st cloud.Store, _ string) {
 	if _, err := st.Stat(context.Background(), "cancelled.parquet"); !errors.Is(err, cloud.ErrNotFound) {
 		t.Errorf("after a cancelled put, Stat: %v, want ErrNotFound", err)
 	}
+}
+
+// testPutFile hands PutFile a file as a writer leaves it, its offset at
+// the end: the object is the whole file, stays whole when the file is
+// removed, and create-only and a wrong size hold as for Put.
+func testPutFile(t *testing.T, st cloud.Store, _ string) {
+	ctx := context.Background()
+	body := bytes.Repeat([]byte("finished parquet bytes "), 50000)
+	f := writeTemp(t, t.TempDir(), body)
+	defer f.Close()
+	if _, err := cloud.PutFile(ctx, st, "out/part-1.parquet", f, int64(len(body)), cloud.PutOptions{IfAbsent: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(f.Name()); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(t, st, "out/part-1.parquet"); !bytes.Equal(got, body) {
+		t.Fatalf("read back %d bytes, differing from the file's %d", len(got), len(body))
+	}
+	other := writeTemp(t, t.TempDir(), []byte("another file"))
+	defer other.Close()
+	_, err := cloud.PutFile(ctx, st, "out/part-1.parquet", other, 12, cloud.PutOptions{IfAbsent: true})
+	checkErr(t, "a create-only PutFile over an existing key", err, cloud.ErrPreconditionFailed, st.URL("out/part-1.parquet"))
+	if got := get(t, st, "out/part-1.parquet"); !bytes.Equal(got, body) {
+		t.Fatal("a refused create-only PutFile changed the object")
+	}
+	if _, err := cloud.PutFile(ctx, st, "out/part-2.parquet", other, 5, cloud.PutOptions{}); err == nil {
+		t.Error("PutFile of a 12-byte file stated as 5 bytes succeeded")
+	}
+	if got := listKeys(t, st, ""); !slices.Equal(got, []string{"out/part-1.parquet"}) {
+		t.Errorf("List = %q, want the one object", got)
+	}
+}
+
+// writeTemp writes body to a new file in dir and returns it open, its
+// offset at the end.
+func writeTemp(t testing.TB, dir string, body []byte) *os.File {
+	t.Helper()
+	f, err := os.CreateTemp(dir, "staged-*.parquet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(body); err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
 
 func testShortBody(t *testing.T, st cloud.Store, _ string) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
@@ -213,6 +214,88 @@ func syncDir(dir string) error {
 }
 
 func (s *localStore) Put(ctx context.Context, key string, r io.Reader, size int64, opts PutOptions) (ObjectInfo, error) {
+	return s.put(ctx, key, opts, func(dir string) (string, fs.FileInfo, error) { return stageCopy(ctx, dir, r, size) })
+}
+
+// putFile is PutFile on local disk: f's data becomes the object through a
+// hard link, not a copy, when f is on the store's file system; else it is
+// copied as Put does.
+func (s *localStore) putFile(ctx context.Context, key string, f *os.File, size int64, opts PutOptions) (ObjectInfo, error) {
+	return s.put(ctx, key, opts, func(dir string) (string, fs.FileInfo, error) {
+		tmpName, fi, err := stageLink(dir, f, size)
+		if err == nil || !errors.Is(err, errNoLink) {
+			return tmpName, fi, err
+		}
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return "", nil, err
+		}
+		return stageCopy(ctx, dir, f, size)
+	})
+}
+
+// stageCopy writes r's size bytes (size < 0: all) to a fresh temp file in
+// dir, fsynced, and returns its name and stat.
+func stageCopy(ctx context.Context, dir string, r io.Reader, size int64) (tmpName string, fi fs.FileInfo, err error) {
+	tmp, err := os.CreateTemp(dir, tmpPrefix+"*")
+	if err != nil {
+		return "", nil, err
+	}
+	defer func() {
+		if err != nil {
+			os.Remove(tmp.Name())
+		}
+	}()
+	n, err := copyCtx(ctx, tmp, r)
+	if err == nil && size >= 0 && n != size {
+		err = fmt.Errorf("body has %d bytes, want %d", n, size)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	// The temp file's stat is the object's: rename and link keep the
+	// inode, size and mtime. Taken now, it cannot be another Put's.
+	if err == nil {
+		fi, err = tmp.Stat()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	return tmp.Name(), fi, err
+}
+
+// errNoLink is stageLink's: f cannot be linked into the folder (another
+// file system, a file system without hard links, a name already gone).
+var errNoLink = errors.New("cannot hard-link the file")
+
+// stageLink gives f's data, fsynced, a fresh temp name in dir by a hard
+// link, and returns that name and f's stat.
+func stageLink(dir string, f *os.File, size int64) (string, fs.FileInfo, error) {
+	if err := f.Sync(); err != nil {
+		return "", nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return "", nil, err
+	}
+	if !fi.Mode().IsRegular() || (size >= 0 && fi.Size() != size) {
+		return "", nil, errNoLink
+	}
+	for range 100 {
+		name := filepath.Join(dir, fmt.Sprintf("%s%016x", tmpPrefix, rand.Uint64()))
+		err := os.Link(f.Name(), name)
+		if err == nil {
+			return name, fi, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return "", nil, fmt.Errorf("%w: %w", errNoLink, err)
+		}
+	}
+	return "", nil, fmt.Errorf("%w: no free temp name in %s", errNoLink, dir)
+}
+
+// put publishes under key the temp file that stage makes in the key's
+// folder (see localStore).
+func (s *localStore) put(ctx context.Context, key string, opts PutOptions, stage func(dir string) (string, fs.FileInfo, error)) (ObjectInfo, error) {
 	if err := checkKey(key); err != nil {
 		return ObjectInfo{}, invalidKey(s.URL(key), "put", err)
 	}
@@ -229,36 +312,16 @@ func (s *localStore) Put(ctx context.Context, key string, r io.Reader, size int6
 	}
 
 	// Data first: the whole body, fsynced, under a temp name nobody lists.
-	tmp, err := os.CreateTemp(dir, tmpPrefix+"*")
+	tmpName, fi, err := stage(dir)
 	if err != nil {
 		return ObjectInfo{}, s.putErr(key, err)
 	}
-	tmpName := tmp.Name()
 	published := false
 	defer func() {
 		if !published {
 			os.Remove(tmpName)
 		}
 	}()
-	n, err := copyCtx(ctx, tmp, r)
-	if err == nil && size >= 0 && n != size {
-		err = fmt.Errorf("body has %d bytes, want %d", n, size)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	// The temp file's stat is the object's: rename and link keep the
-	// inode, size and mtime. Taken now, it cannot be another Put's.
-	var fi fs.FileInfo
-	if err == nil {
-		fi, err = tmp.Stat()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return ObjectInfo{}, &opError{url: s.URL(key), op: "put", detail: errText(err), cause: err}
-	}
 
 	// Pointer last: one atomic step publishes it.
 	how := unix.LOCK_SH

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 )
 
@@ -94,4 +95,20 @@ type Store interface {
 	URL(key string) string
 	// Close releases the store's resources.
 	Close() error
+}
+
+// PutFile stores the local file f, of size bytes, under key, as Put does,
+// for a caller that wrote f and is done with it. On local disk,
+// when f lives on the store's file system, the object becomes f's data by
+// a hard link instead of a copy, so a big file is written once, not
+// twice; f must then not be written again (removing it is fine). Other
+// stores, and local disk across file systems, read f from its start.
+func PutFile(ctx context.Context, st Store, key string, f *os.File, size int64, opts PutOptions) (ObjectInfo, error) {
+	if ls, ok := st.(*localStore); ok {
+		return ls.putFile(ctx, key, f, size, opts)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return ObjectInfo{}, &opError{url: st.URL(key), op: "put", detail: errText(err), cause: err}
+	}
+	return st.Put(ctx, key, f, size, opts)
 }
