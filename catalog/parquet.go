@@ -1208,8 +1208,9 @@ func valueBytes(v parquet.Value) int64 {
 	return 8
 }
 
-// Close finishes the file, uploads it to key with one Put (streamed from
-// the temporary file) and returns its size and its footer's statistics.
+// Close finishes the file, stores it under key with cloud.PutFile (on local
+// disk the temporary file itself, hard-linked; elsewhere one Put streamed
+// from it) and returns its size and its footer's statistics.
 // The temporary file is removed whatever happens.
 func (pw *ParquetWriter) Close(ctx context.Context, st cloud.Store, key string) (int64, FileStats, error) {
 	if pw.done {
@@ -1235,10 +1236,7 @@ func (pw *ParquetWriter) Close(ctx context.Context, st cloud.Store, key string) 
 	if err != nil {
 		return 0, FileStats{}, fmt.Errorf("write %s: reading back the footer: %w", key, err)
 	}
-	if _, err := pw.tmp.Seek(0, io.SeekStart); err != nil {
-		return 0, FileStats{}, fmt.Errorf("write %s: %w", key, err)
-	}
-	if _, err := st.Put(ctx, key, pw.tmp, size, cloud.PutOptions{}); err != nil {
+	if _, err := cloud.PutFile(ctx, st, key, pw.tmp, size, cloud.PutOptions{}); err != nil {
 		return 0, FileStats{}, fmt.Errorf("write %s: %w", key, err)
 	}
 	return size, stats, nil

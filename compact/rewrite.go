@@ -900,10 +900,7 @@ func (rw *rewriter) closeFile() error {
 	if err != nil {
 		return err
 	}
-	if _, err := rw.tmp.Seek(0, io.SeekStart); err != nil {
-		return fmt.Errorf("rewrite %s: %w", key, err)
-	}
-	if _, err := rw.out.Put(rw.ctx, key, rw.tmp, size, cloud.PutOptions{}); err != nil {
+	if _, err := cloud.PutFile(rw.ctx, rw.out, key, rw.tmp, size, cloud.PutOptions{}); err != nil {
 		return fmt.Errorf("rewrite: upload %s: %w", key, err)
 	}
 	rw.res.Outputs = append(rw.res.Outputs, catalog.DataFile{
