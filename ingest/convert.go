@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/valyala/fastjson"
+	"github.com/valyala/fastjson/fastfloat"
 
 	"github.com/sluice-data/sluice/catalog"
 )
@@ -49,17 +50,68 @@ func quote(s string) string {
 	return strconv.Quote(s)
 }
 
-// fromJSON converts a JSON value; v nil means the field is absent.
-func (c *converter) fromJSON(v *fastjson.Value) (any, error) {
-	col := &c.col
+// jsonType is the type of a JSON field as the converters read it.
+type jsonType uint8
+
+const (
+	jsonAbsent jsonType = iota // the record has no such field
+	jsonNull
+	jsonString
+	jsonNumber
+	jsonTrue
+	jsonFalse
+	jsonArray
+	jsonObject
+)
+
+// typeOfJSON maps fastjson's types onto ours.
+func typeOfJSON(v *fastjson.Value) jsonType {
 	if v == nil {
+		return jsonAbsent
+	}
+	switch v.Type() {
+	case fastjson.TypeString:
+		return jsonString
+	case fastjson.TypeNumber:
+		return jsonNumber
+	case fastjson.TypeTrue:
+		return jsonTrue
+	case fastjson.TypeFalse:
+		return jsonFalse
+	case fastjson.TypeArray:
+		return jsonArray
+	case fastjson.TypeObject:
+		return jsonObject
+	}
+	return jsonNull
+}
+
+// fromJSON converts a JSON value parsed by fastjson; v nil means the field
+// is absent. num is scratch space for a number's text.
+func (c *converter) fromJSON(v *fastjson.Value, num *[]byte) (any, error) {
+	t := typeOfJSON(v)
+	var b []byte
+	switch t {
+	case jsonString:
+		b, _ = v.StringBytes()
+	case jsonNumber:
+		*num = v.MarshalTo((*num)[:0])
+		b = *num
+	}
+	return c.fromToken(t, b)
+}
+
+// fromToken converts a JSON field of type t; b is a string's unescaped
+// bytes or a number's text, and is not kept.
+func (c *converter) fromToken(t jsonType, b []byte) (any, error) {
+	col := &c.col
+	switch t {
+	case jsonAbsent:
 		if col.Nullable {
 			return nil, nil
 		}
 		return nil, badValue(col, "required but missing")
-	}
-	t := v.Type()
-	if t == fastjson.TypeNull {
+	case jsonNull:
 		if col.Nullable {
 			return nil, nil
 		}
@@ -67,13 +119,13 @@ func (c *converter) fromJSON(v *fastjson.Value) (any, error) {
 	}
 	switch col.Type.Kind {
 	case catalog.KindInt32, catalog.KindInt64:
-		if t != fastjson.TypeNumber {
-			return nil, badValue(col, "want an integer, got %s", jsonKind(v))
+		if t != jsonNumber {
+			return nil, badValue(col, "want an integer, got %s", jsonKind(t))
 		}
-		// The common case without a string; anything fastjson refuses
-		// (a fraction, an exponent, out of range) takes the text path,
-		// which names the problem.
-		if n, err := v.Int64(); err == nil {
+		// The common case without a new string; anything fastfloat (the
+		// parser of fastjson's numbers) refuses (a fraction, an exponent,
+		// out of range) takes the text path, which names the problem.
+		if n, err := fastfloat.ParseInt64(view(b)); err == nil {
 			if col.Type.Kind == catalog.KindInt64 {
 				return c.box.i64(n), nil
 			}
@@ -81,37 +133,36 @@ func (c *converter) fromJSON(v *fastjson.Value) (any, error) {
 				return c.box.i32(int32(n)), nil
 			}
 		}
-		return c.fromText(string(v.MarshalTo(nil)))
+		return c.fromText(string(b))
 	case catalog.KindFloat64:
-		if t != fastjson.TypeNumber {
-			return nil, badValue(col, "want a number, got %s", jsonKind(v))
+		if t != jsonNumber {
+			return nil, badValue(col, "want a number, got %s", jsonKind(t))
 		}
-		f, err := v.Float64()
+		f, err := fastfloat.Parse(view(b))
 		if err != nil || math.IsInf(f, 0) {
-			return nil, badValue(col, "number %s out of range", v.MarshalTo(nil))
+			return nil, badValue(col, "number %s out of range", b)
 		}
 		return f, nil
 	case catalog.KindBool:
 		switch t {
-		case fastjson.TypeTrue:
+		case jsonTrue:
 			return true, nil
-		case fastjson.TypeFalse:
+		case jsonFalse:
 			return false, nil
 		}
-		return nil, badValue(col, "want true or false, got %s", jsonKind(v))
+		return nil, badValue(col, "want true or false, got %s", jsonKind(t))
 	case catalog.KindTimestamp:
-		if t == fastjson.TypeNumber {
-			return c.epoch(string(v.MarshalTo(nil)))
+		if t == jsonNumber {
+			return c.epoch(string(b))
 		}
 	case catalog.KindDecimal:
-		if t == fastjson.TypeNumber {
-			return c.fromText(string(v.MarshalTo(nil)))
+		if t == jsonNumber {
+			return c.fromText(string(b))
 		}
 	}
-	if t != fastjson.TypeString {
-		return nil, badValue(col, "want a string, got %s", jsonKind(v))
+	if t != jsonString {
+		return nil, badValue(col, "want a string, got %s", jsonKind(t))
 	}
-	b, _ := v.StringBytes()
 	switch col.Type.Kind {
 	case catalog.KindTimestamp, catalog.KindDate, catalog.KindBinary:
 		// Parsed (or base64-decoded) into a new value: the text need not
@@ -121,17 +172,18 @@ func (c *converter) fromJSON(v *fastjson.Value) (any, error) {
 	return c.fromText(c.slab.str(b))
 }
 
-func jsonKind(v *fastjson.Value) string {
-	switch v.Type() {
-	case fastjson.TypeString:
+// jsonKind names a JSON type in a reason.
+func jsonKind(t jsonType) string {
+	switch t {
+	case jsonString:
 		return "a string"
-	case fastjson.TypeNumber:
+	case jsonNumber:
 		return "a number"
-	case fastjson.TypeTrue, fastjson.TypeFalse:
+	case jsonTrue, jsonFalse:
 		return "a boolean"
-	case fastjson.TypeArray:
+	case jsonArray:
 		return "an array"
-	case fastjson.TypeObject:
+	case jsonObject:
 		return "an object"
 	}
 	return "null"

@@ -35,8 +35,11 @@ type decoder struct {
 	conv     []converter
 	maxBytes int
 	parser   fastjson.Parser
-	rows     []any // the rest of the chunk newRow cuts rows from
-	extras         // the _extra column, when the table has one
+	num      []byte      // scratch for a number's text
+	names    []string    // the columns' names, for scanFlat
+	flat     []flatField // scanFlat's fields, one per column
+	rows     []any       // the rest of the chunk newRow cuts rows from
+	extras               // the _extra column, when the table has one
 	// twin decodes blocks of a JSON lines file beside d, on another
 	// goroutine (decodeJSONL). Nil in a twin.
 	twin *decoder
@@ -88,7 +91,9 @@ func newSoloDecoder(schema catalog.Schema, o Options) *decoder {
 	slab, box := &strSlab{}, &boxes{}
 	for _, c := range schema.Columns {
 		d.conv = append(d.conv, converter{col: c, unit: o.EpochUnit, slab: slab, box: box})
+		d.names = append(d.names, c.Name)
 	}
+	d.flat = make([]flatField, len(d.conv))
 	d.extras = newExtras(schema)
 	return d
 }
@@ -382,20 +387,37 @@ func (d *decoder) readJSONL(ctx context.Context, r io.Reader, ordered, work chan
 	}
 }
 
+// jsonRow decodes one JSON record into row: a flat one as scanFlat reads
+// it, any other through fastjson's tree (treeRow).
 func (d *decoder) jsonRow(rec []byte, row []any) error {
+	if d.extra >= 0 || !scanFlat(rec, d.names, d.flat) {
+		return d.treeRow(rec, row)
+	}
+	for i, f := range d.flat {
+		x, err := d.conv[i].fromToken(f.t, f.b)
+		if err != nil {
+			return err
+		}
+		row[i] = x
+	}
+	return nil
+}
+
+// treeRow decodes one JSON record into row through fastjson's tree.
+func (d *decoder) treeRow(rec []byte, row []any) error {
 	v, err := d.parser.ParseBytes(rec)
 	if err != nil {
 		return badRecord("malformed JSON: %s", err)
 	}
 	obj, err := v.Object()
 	if err != nil {
-		return badRecord("want a JSON object, got %s", jsonKind(v))
+		return badRecord("want a JSON object, got %s", jsonKind(typeOfJSON(v)))
 	}
 	for i := range d.conv {
 		if i == d.extra {
 			continue
 		}
-		x, err := d.conv[i].fromJSON(obj.Get(d.conv[i].col.Name))
+		x, err := d.conv[i].fromJSON(obj.Get(d.conv[i].col.Name), &d.num)
 		if err != nil {
 			return err
 		}
