@@ -12,8 +12,11 @@ import (
 	"math/big"
 	"os"
 	"reflect"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -1014,6 +1017,7 @@ type ParquetWriter struct {
 	// pending estimates the uncompressed bytes of the row group being
 	// built, which parquet-go holds in memory until it is flushed.
 	pending int64
+	results []colResult // forColumns'
 }
 
 // Buffered estimates the bytes of rows the writer holds in memory: the
@@ -1081,18 +1085,25 @@ func (pw *ParquetWriter) Write(ctx context.Context, rows [][]any) error {
 		n := min(len(rows), batchRows, parquetRowGroupRows-pw.groupRows)
 		good := n
 		var bad error
+		badCol := 0
 		for k, row := range rows[:n] {
 			if len(row) != len(cols) {
 				good, bad = k, fmt.Errorf("row %d: %d values, the schema has %d columns", pw.rows+int64(k), len(row), len(cols))
 				break
 			}
 		}
+		// The columns are encoded, and then written, several at once: a
+		// column's values go to their own column writer, which encodes
+		// and compresses its pages; no two columns share anything.
 		var pending int64
-		for i := range cols {
+		for i, r := range pw.forColumns(func(i int) colResult {
 			k, bytes, err := pw.encodeColumn(i, rows[:good], pw.rows)
-			pending += bytes
-			if err != nil {
-				good, bad = k, err
+			return colResult{k, bytes, err}
+		}) {
+			pending += r.bytes
+			// The first bad row wins, and at one row the first column.
+			if r.err != nil && (r.k < good || bad == nil || r.k == good && i < badCol) {
+				good, bad, badCol = r.k, r.err, i
 			}
 		}
 		if good < n {
@@ -1105,14 +1116,19 @@ func (pw *ParquetWriter) Write(ctx context.Context, rows [][]any) error {
 			}
 		}
 		if good > 0 {
-			err := noPanic(func() error {
-				for i := range cols {
+			var err error
+			for _, r := range pw.forColumns(func(i int) colResult {
+				return colResult{err: noPanic(func() error {
 					if _, err := writers[i].WriteRowValues(pw.colVals[i][:good]); err != nil {
 						return fmt.Errorf("column %q: %w", cols[i].Name, err)
 					}
+					return nil
+				})}
+			}) {
+				if r.err != nil && err == nil {
+					err = r.err
 				}
-				return nil
-			})
+			}
 			pw.pending += pending
 			if err != nil {
 				return fmt.Errorf("parquet writer: %w", err)
@@ -1132,6 +1148,45 @@ func (pw *ParquetWriter) Write(ctx context.Context, rows [][]any) error {
 	}
 	return nil
 }
+
+// colResult is what forColumns' work on one column gives.
+type colResult struct {
+	k     int
+	bytes int64
+	err   error
+}
+
+// forColumns runs fn for every column, columnWorkers at once, and returns
+// each column's result; fn must touch nothing another column's call does.
+func (pw *ParquetWriter) forColumns(fn func(i int) colResult) []colResult {
+	n := len(pw.schema.Columns)
+	if len(pw.results) != n {
+		pw.results = make([]colResult, n)
+	}
+	res := pw.results
+	workers := min(columnWorkers, n)
+	if workers <= 1 {
+		for i := range n {
+			res[i] = fn(i)
+		}
+		return res
+	}
+	var next atomic.Int32
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				res[i] = fn(i)
+			}
+		})
+	}
+	wg.Wait()
+	return res
+}
+
+// columnWorkers is how many columns of a batch a ParquetWriter encodes and
+// writes at once.
+var columnWorkers = runtime.NumCPU()
 
 // encodeColumn converts column i of rows (the first counted as row first
 // of the writer's life) into pw.colVals[i], and returns the bytes they

@@ -1148,6 +1148,57 @@ func TestParquetWriterKeepsRowsBeforeABadOneWhole(t *testing.T) {
 	}
 }
 
+// With several bad values, the error names the first bad row, and at that
+// row the first bad column, however many columns are encoded at once; the
+// rows before it are written whole.
+func TestParquetWriterNamesTheFirstBadValue(t *testing.T) {
+	defer func(n int) { columnWorkers = n }(columnWorkers)
+	columnWorkers = 3
+	ctx := context.Background()
+	schema := pqSchema(t, "id:int64,name:string?,u:uuid")
+	type cell struct{ row, col int }
+	for _, tc := range []struct {
+		bad []cell
+		row int
+		col string
+	}{
+		{[]cell{{1500, 2}, {1700, 0}}, 1500, "u"},
+		{[]cell{{1500, 2}, {1500, 1}}, 1500, "name"},
+		{[]cell{{2100, 2}, {1100, 1}, {1100, 2}}, 1100, "name"},
+		{[]cell{{3, 0}, {3, 2}, {2, 2}}, 2, "u"},
+	} {
+		st := newTestStore(t)
+		var rows [][]any
+		for i := range 3000 {
+			rows = append(rows, []any{int64(i), fmt.Sprint("n", i), "0b0e6d2c-4f5a-4c1e-9d8b-1f2e3d4c5b6a"})
+		}
+		for _, c := range tc.bad {
+			rows[c.row][c.col] = struct{}{} // no column's type
+		}
+		w, err := NewParquetWriter(schema, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = w.Write(ctx, rows)
+		want := fmt.Sprintf("row %d: column %q", tc.row, tc.col)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			w.Abort()
+			t.Fatalf("bad values at %v: got %v, want an error naming %s", tc.bad, err, want)
+		}
+		n, _, err := w.Close(ctx, st, "part.parquet")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := ReadParquetRows(ctx, st, "part.parquet", n, schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != tc.row {
+			t.Fatalf("bad values at %v: read %d rows, want the %d before the first", tc.bad, len(got), tc.row)
+		}
+	}
+}
+
 // readPageHeader decodes the Thrift page header at off in f.
 func readPageHeader(t *testing.T, f io.ReaderAt, off int64) format.PageHeader {
 	t.Helper()
