@@ -224,11 +224,12 @@ func (c *converter) fromText(s string) (any, error) {
 		}
 		return c.box.i64(n), nil
 	case catalog.KindTimestamp:
-		if isNumber(s) {
-			return c.epoch(s)
-		}
+		// The common form first: no text is both it and a number.
 		if ts, ok := parseUTCTimestamp(s); ok {
 			return c.box.time(ts), nil
+		}
+		if isNumber(s) {
+			return c.epoch(s)
 		}
 		ts, err := time.Parse(time.RFC3339Nano, s)
 		if err != nil {

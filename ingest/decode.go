@@ -360,7 +360,7 @@ func (d *decoder) readJSONL(ctx context.Context, r io.Reader, ordered, work chan
 			return send(true)
 		}
 		lineNo++
-		rec := bytes.TrimRight(line, "\r\n")
+		rec := trimEOL(line)
 		if len(bytes.TrimSpace(rec)) == 0 && total <= d.maxBytes {
 			if err == io.EOF {
 				return send(true)
@@ -427,6 +427,16 @@ func (d *decoder) treeRow(rec []byte, row []any) error {
 		row[d.extra] = d.fromObject(obj)
 	}
 	return nil
+}
+
+// trimEOL cuts a line's ending: the \r and \n bytes at its end. (As
+// bytes.TrimRight(line, "\r\n"), which spends more on its cutset than on
+// a line's two last bytes.)
+func trimEOL(line []byte) []byte {
+	for len(line) > 0 && (line[len(line)-1] == '\n' || line[len(line)-1] == '\r') {
+		line = line[:len(line)-1]
+	}
+	return line
 }
 
 // recorder keeps the bytes a csv.Reader consumed, so each record's raw
@@ -500,7 +510,7 @@ func (d *decoder) decodeCSV(ctx context.Context, r io.Reader, emit emitFunc) err
 				return cerr
 			}
 		}
-		raw := bytes.TrimRight(rec.take(cr.InputOffset()), "\r\n")
+		raw := trimEOL(rec.take(cr.InputOffset()))
 		var line int64
 		var bad error
 		var pe *csv.ParseError
