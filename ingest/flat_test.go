@@ -13,7 +13,7 @@ import (
 	"github.com/sluice-data/sluice/catalog"
 )
 
-// flatNames are the columns of flatSchema, as scanFlat looks them up.
+// flatSchema has a column of every kind, required and nullable.
 const flatSchema = "s:string,u:uuid?,i:int32?,l:int64,f:float64?,b:bool?,d:date?,ts:timestamp?,dec:decimal(10,2)?,bin:binary?"
 
 // flatValues are JSON values of every kind a field may hold: the flat
