@@ -648,7 +648,7 @@ func (rw *rewriter) copyPage(key string, j int, pl *colPlan, p parquet.Page, off
 // definition level, so only a nullable table column's values get one. ok
 // is false, with nothing written, for a page it does not take: NULLs where
 // the table column refuses them (copyPage reports those), nested levels,
-// booleans, and FLOAT and INT96, which no table column holds unconverted.
+// and FLOAT and INT96, which no table column holds unconverted.
 func (rw *rewriter) copyTyped(key string, j int, pl *colPlan, p parquet.Page, off, nv int, cw *parquet.ColumnWriter) (size int64, ok bool, err error) {
 	nulls := int(p.NumNulls())
 	var defs []byte
@@ -674,6 +674,17 @@ func (rw *rewriter) copyTyped(key string, j int, pl *colPlan, p parquet.Page, of
 				n += int64(len(vals[i].ByteArray()))
 			}
 			return n
+		}
+	case kind == parquet.Boolean:
+		// Packed bits from bit 0 (see hashValues), padding after them.
+		bits := data.Boolean()
+		have = min(nv-nulls, len(bits)*8)
+		fill = func(vals []parquet.Value, start int) int64 {
+			for i := range vals {
+				x := start + i
+				vals[i] = parquet.BooleanValue(bits[x>>3]>>(x&7)&1 != 0)
+			}
+			return 0
 		}
 	case kind == parquet.Int32:
 		xs := data.Int32()
@@ -737,12 +748,12 @@ func (rw *rewriter) copyTyped(key string, j int, pl *colPlan, p parquet.Page, of
 				}
 			}
 		} else {
-			n, err := spreadValues(vals, defs[start:start+len(vals)], have-k, func(dense []parquet.Value) int64 { return fill(dense, k) }, pl.def)
+			n, dense, err := spreadValues(vals, defs[start:start+len(vals)], have-k, func(dense []parquet.Value) int64 { return fill(dense, k) }, pl.def)
 			if err != nil {
 				return size, true, fmt.Errorf("%s: %w: column %q: %v", key, catalog.ErrCorruptFile, rw.schema.Columns[j].Name, err)
 			}
 			size += n
-			k += len(vals) - countNulls(defs[start:start+len(vals)])
+			k += dense
 		}
 		if err := rw.writeValues(key, j, pl, off+start, vals, cw); err != nil {
 			return size, true, err
@@ -764,16 +775,16 @@ func countNulls(defs []byte) (n int) {
 }
 
 // spreadValues builds the values of the rows whose definition levels are
-// defs (1 for a value, else NULL): fill builds the dense non-null ones, of which left remain
-// in the page, and they are moved to the rows defs marks non-null, given
-// definition level def; the other rows become NULLs. It returns fill's
-// bytes.
-func spreadValues(vals []parquet.Value, defs []byte, left int, fill func(dense []parquet.Value) int64, def int) (int64, error) {
-	dense := len(vals) - countNulls(defs)
+// defs (1 for a value, else NULL). fill builds the dense non-null values,
+// of which left remain in the page; they are moved to the rows that defs
+// marks, with definition level def, and the other rows become NULLs. It
+// returns fill's bytes and how many values it took.
+func spreadValues(vals []parquet.Value, defs []byte, left int, fill func(dense []parquet.Value) int64, def int) (size int64, dense int, err error) {
+	dense = len(vals) - countNulls(defs)
 	if dense > left {
-		return 0, fmt.Errorf("a page's levels define more values than it holds")
+		return 0, 0, fmt.Errorf("a page's levels define more values than it holds")
 	}
-	size := fill(vals[:dense])
+	size = fill(vals[:dense])
 	// From the back, so that no dense value is overwritten before it has
 	// moved: src, the last one not yet moved, is below i at every NULL.
 	src := dense - 1
@@ -786,7 +797,7 @@ func spreadValues(vals []parquet.Value, defs []byte, left int, fill func(dense [
 		catalog.SetDefinitionLevel(&vals[i], def)
 		src--
 	}
-	return size, nil
+	return size, dense, nil
 }
 
 // writeValues hashes the values of table column j from the row group's
@@ -1064,7 +1075,7 @@ func (ph *pageHashes) covers(col *parquet.Column, hv valueHasher) bool {
 		return false
 	}
 	switch parquet.Kind(hv) {
-	case parquet.Int32, parquet.Int64, parquet.Float, parquet.Double, parquet.Int96, parquet.ByteArray, parquet.FixedLenByteArray:
+	case parquet.Boolean, parquet.Int32, parquet.Int64, parquet.Float, parquet.Double, parquet.Int96, parquet.ByteArray, parquet.FixedLenByteArray:
 		return col.Type().Kind() == parquet.Kind(hv)
 	}
 	return false
@@ -1111,7 +1122,7 @@ func (ph *pageHashes) mixPage(h *rowHashes, j, off, n int, p parquet.Page, hv va
 	var vh []uint64
 	if d := p.Dictionary(); d != nil {
 		if d != ph.dict {
-			ph.dictHash = saltHashes(hashValues(ph.dictHash[:0], parquet.Kind(hv), d.Page().Data()), salt)
+			ph.dictHash = saltHashes(hashValues(ph.dictHash[:0], parquet.Kind(hv), d.Page().Data(), d.Len()), salt)
 			ph.dict = d
 		}
 		idx := data.Int32()
@@ -1123,7 +1134,7 @@ func (ph *pageHashes) mixPage(h *rowHashes, j, off, n int, p parquet.Page, hv va
 			vh = append(vh, ph.dictHash[i])
 		}
 	} else {
-		vh = saltHashes(hashValues(ph.vh[:0], parquet.Kind(hv), data), salt)
+		vh = saltHashes(hashValues(ph.vh[:0], parquet.Kind(hv), data, nv-int(p.NumNulls())), salt)
 	}
 	ph.vh = vh
 	rows := h.rows[off : off+nv]
@@ -1164,9 +1175,19 @@ func saltHashes(hs []uint64, salt uint64) []uint64 {
 }
 
 // hashValues appends to dst the hash (valueHasher.hash) of each value of
-// a page's typed values of physical kind k.
-func hashValues(dst []uint64, k parquet.Kind, data encoding.Values) []uint64 {
+// a page's typed values of physical kind k, of which there are n (read for
+// booleans alone, whose data is packed bits). A boolean page's bits are
+// read from the first: a page read from a file starts at bit 0, which
+// TestBooleanPagesStartAtBitZero holds parquet-go to.
+func hashValues(dst []uint64, k parquet.Kind, data encoding.Values, n int) []uint64 {
 	switch k {
+	case parquet.Boolean:
+		// Bits, eight to a byte, the first in the lowest; the last byte's
+		// padding is not a value.
+		bits := data.Boolean()
+		for i := range min(n, len(bits)*8) {
+			dst = append(dst, hashBool(bits[i>>3]>>(i&7)&1 != 0))
+		}
 	case parquet.Int32:
 		for _, v := range data.Int32() {
 			dst = append(dst, uint64(int64(v)))

@@ -1,6 +1,7 @@
 package compact
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -175,15 +176,15 @@ func TestRewriteManySmallFiles(t *testing.T) {
 }
 
 // Pages take the typed path, for every physical type it builds values of:
-// int32, int64, double, byte arrays plain and dictionary-encoded,
+// booleans, int32, int64, double, byte arrays plain and dictionary-encoded,
 // fixed-length byte arrays. Into required table columns from inputs
 // written with the columns nullable (as DuckDB and Spark write them) or
 // required; into nullable ones from both, with NULLs alone, in short and
 // long runs, and pages of NULLs only. Pages are longer than one batch of
 // values: the rows come out the same and the verification passes.
 func TestRewriteTypedPagesOfEveryKind(t *testing.T) {
-	required := parseSchema(t, "i:int32,l:int64,f:float64,s:string,u:uuid,big:decimal(20,2),d:date,ts:timestamp")
-	nullable := parseSchema(t, "i:int32?,l:int64?,f:float64?,s:string?,u:uuid?,big:decimal(20,2)?,d:date?,ts:timestamp?")
+	required := parseSchema(t, "i:int32,l:int64,f:float64,s:string,u:uuid,big:decimal(20,2),d:date,ts:timestamp,b:bool")
+	nullable := parseSchema(t, "i:int32?,l:int64?,f:float64?,s:string?,u:uuid?,big:decimal(20,2)?,d:date?,ts:timestamp?,b:bool?")
 	day := time.Date(2024, 2, 29, 0, 0, 0, 0, time.UTC)
 	rows := func(base, n int, nulls bool) [][]any {
 		out := make([][]any, n)
@@ -191,7 +192,7 @@ func TestRewriteTypedPagesOfEveryKind(t *testing.T) {
 			k := base + i
 			out[i] = []any{int32(k % 70000), int64(k) * 7919, float64(k) / 7, fmt.Sprintf("kind-%d", k%9),
 				fmt.Sprintf("00000000-0000-4000-8000-%012d", k), fmt.Sprintf("%d.%02d", k*1000003, k%100),
-				day, day.Add(time.Duration(k) * time.Millisecond)}
+				day, day.Add(time.Duration(k) * time.Millisecond), k%3 == 0}
 			if !nulls {
 				continue
 			}
@@ -201,7 +202,8 @@ func TestRewriteTypedPagesOfEveryKind(t *testing.T) {
 					c == 1 && k%2 == 0, // every other row
 					c == 3 && k%7 < 3,  // runs of three
 					c == 5 && k%5000 < 1500,
-					c == 7 && k%11 == 10:
+					c == 7 && k%11 == 10,
+					c == 8 && k%13 < 4:
 					out[i][c] = nil
 				}
 			}
@@ -585,5 +587,72 @@ func TestPageChecksumMatchesValues(t *testing.T) {
 	}
 	if sum != h.sum {
 		t.Fatalf("page checksum %016x, value checksum %016x", sum, h.sum)
+	}
+}
+
+// The typed path and the page hashes read a boolean page's packed bits from
+// bit 0; parquet-go's boolean page Data ignores the offset of a sliced
+// page. Pages read from a file must therefore start at bit 0: over several
+// pages with NULLs, every page's bits give the values its value reader
+// gives.
+func TestBooleanPagesStartAtBitZero(t *testing.T) {
+	st := tempStore(t)
+	schema := parseSchema(t, "b:bool?")
+	var rows [][]any
+	for k := range 300000 {
+		var v any = k%7 == 0 || k%5 == 1
+		if k%11 == 3 {
+			v = nil
+		}
+		rows = append(rows, []any{v})
+	}
+	f := writeFile(t, st, "bools.parquet", "", schema, rows)
+	rc, _, err := st.Get(context.Background(), f.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages, seen := 0, 0
+	for _, rg := range pf.RowGroups() {
+		ps := rg.ColumnChunks()[0].Pages()
+		for {
+			p, err := ps.ReadPage()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			vals := make([]parquet.Value, p.NumValues())
+			if n, err := p.Values().ReadValues(vals); n != len(vals) || (err != nil && err != io.EOF) {
+				t.Fatalf("page %d: read %d of %d values: %v", pages, n, len(vals), err)
+			}
+			data := p.Data()
+			bits := data.Boolean()
+			k := 0
+			for _, v := range vals {
+				if v.IsNull() {
+					continue
+				}
+				if got := bits[k>>3]>>(k&7)&1 != 0; got != v.Boolean() {
+					t.Fatalf("page %d, value %d: bit %v, value %v", pages, k, got, v.Boolean())
+				}
+				k++
+			}
+			seen += len(vals)
+			pages++
+		}
+		ps.Close()
+	}
+	if pages < 2 || seen != len(rows) {
+		t.Fatalf("%d pages of %d values, want several pages of %d", pages, seen, len(rows))
 	}
 }
