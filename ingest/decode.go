@@ -36,7 +36,7 @@ type decoder struct {
 	maxBytes int
 	parser   fastjson.Parser
 	num      []byte      // scratch for a number's text
-	names    []string    // the columns' names, for scanFlat
+	names    flatNames   // the columns' names, for scanFlat
 	flat     []flatField // scanFlat's fields, one per column
 	rows     []any       // the rest of the chunk newRow cuts rows from
 	extras               // the _extra column, when the table has one
@@ -89,10 +89,12 @@ func newDecoder(schema catalog.Schema, o Options) *decoder {
 func newSoloDecoder(schema catalog.Schema, o Options) *decoder {
 	d := &decoder{schema: schema, maxBytes: o.MaxRecordBytes}
 	slab, box := &strSlab{}, &boxes{}
+	var names []string
 	for _, c := range schema.Columns {
 		d.conv = append(d.conv, converter{col: c, unit: o.EpochUnit, slab: slab, box: box})
-		d.names = append(d.names, c.Name)
+		names = append(names, c.Name)
 	}
+	d.names = newFlatNames(names)
 	d.flat = make([]flatField, len(d.conv))
 	d.extras = newExtras(schema)
 	return d

@@ -1,6 +1,9 @@
 package ingest
 
-import "bytes"
+import (
+	"bytes"
+	"strings"
+)
 
 // Nearly every event record is a flat JSON object: names and strings
 // without escapes, integers, true, false and null. fastjson builds a tree
@@ -21,11 +24,28 @@ type flatField struct {
 	b []byte
 }
 
+// flatNames are the column names scanFlat looks for.
+type flatNames struct {
+	names []string
+	// plain[i]: names[i] holds no quote or backslash, so that a name
+	// in a record is names[i] exactly when its bytes are.
+	plain []bool
+}
+
+func newFlatNames(names []string) flatNames {
+	fn := flatNames{names: names, plain: make([]bool, len(names))}
+	for i, n := range names {
+		fn.plain[i] = !strings.ContainsAny(n, "\"\\")
+	}
+	return fn
+}
+
 // scanFlat reads rec as a flat JSON object and sets fields[i] to the field
 // named names[i] (its first occurrence, as fastjson's Get; jsonAbsent when
 // there is none). Fields of other names are skipped. It returns false,
 // with fields undefined, when rec is not such an object.
-func scanFlat(rec []byte, names []string, fields []flatField) bool {
+func scanFlat(rec []byte, fn flatNames, fields []flatField) bool {
+	names := fn.names
 	clear(fields)
 	i := skipWS(rec, 0)
 	if i >= len(rec) || rec[i] != '{' {
@@ -40,19 +60,28 @@ func scanFlat(rec []byte, names []string, fields []flatField) bool {
 		if i >= len(rec) || rec[i] != '"' {
 			return false
 		}
-		name, end, ok := plainString(rec, i+1)
-		if !ok {
-			return false
+		// Records mostly list the columns in order: the expected name is
+		// compared in place, without searching for the name's end.
+		var col, end int
+		if next < len(names) && fn.plain[next] && hasName(rec, i+1, names[next]) {
+			col, end = next, i+1+len(names[next])+1
+		} else {
+			name, e, ok := plainString(rec, i+1)
+			if !ok {
+				return false
+			}
+			col, end = findName(names, name, next), e
 		}
 		i = skipWS(rec, end)
 		if i >= len(rec) || rec[i] != ':' {
 			return false
 		}
-		var f flatField
-		if f, i, ok = scanScalar(rec, skipWS(rec, i+1)); !ok {
+		f, e, ok := scanScalar(rec, skipWS(rec, i+1))
+		if !ok {
 			return false
 		}
-		if col := findName(names, name, next); col >= 0 {
+		i = e
+		if col >= 0 {
 			if fields[col].t == jsonAbsent {
 				fields[col] = f
 			}
@@ -131,6 +160,13 @@ func scanScalar(b []byte, i int) (f flatField, end int, ok bool) {
 		return flatField{t: jsonNull}, i + 4, true
 	}
 	return f, 0, false
+}
+
+// hasName reports whether the string whose text starts at b[start] is
+// name, a name without quotes or backslashes.
+func hasName(b []byte, start int, name string) bool {
+	end := start + len(name)
+	return end < len(b) && b[end] == '"' && string(b[start:end]) == name
 }
 
 // findName returns the index of name in names, trying guess first, or -1.
