@@ -11,8 +11,11 @@
 //                per day into OUT/date=YYYY-MM-DD/data_0.parquet (one COPY
 //                per partition is faster than PARTITION_BY, see LIBRARIES.md;
 //                the load is timed too)
+//   single-text  single, with the two uuid columns read as VARCHAR: stored
+//                as text, as sluice stores a uuid column, where the other
+//                modes store DuckDB's 16-byte UUID
 //
-// Usage: node bench/duckjson.mjs IN OUT [single|partitioned|perday]
+// Usage: node bench/duckjson.mjs IN OUT [single|partitioned|perday|single-text]
 
 import { mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -24,8 +27,8 @@ const { DuckDBInstance } = await import(require.resolve('@duckdb/node-api', {
 }));
 
 const [inArg, outArg, mode = 'single'] = process.argv.slice(2);
-if (!inArg || !outArg || !['single', 'partitioned', 'perday'].includes(mode)) {
-  process.stderr.write('usage: node bench/duckjson.mjs IN OUT [single|partitioned|perday]\n');
+if (!inArg || !outArg || !['single', 'partitioned', 'perday', 'single-text'].includes(mode)) {
+  process.stderr.write('usage: node bench/duckjson.mjs IN OUT [single|partitioned|perday|single-text]\n');
   process.exit(2);
 }
 const inDir = resolve(inArg), outDir = resolve(outArg);
@@ -37,12 +40,13 @@ const conn = await instance.connect();
 await conn.run(`SET TimeZone = 'UTC'`);
 await conn.run(`SET preserve_insertion_order = false`);
 const lit = (s) => "'" + s.replace(/'/g, "''") + "'";
+const uuid = mode === 'single-text' ? 'VARCHAR' : 'UUID';
 const src = `read_json(${lit(join(inDir, '*.jsonl'))}, format='newline_delimited', ` +
-  `columns={event_id: 'UUID', list_id: 'BIGINT', subscriber_id: 'UUID', tally: 'INTEGER', event_time: 'TIMESTAMP'})`;
+  `columns={event_id: '${uuid}', list_id: 'BIGINT', subscriber_id: '${uuid}', tally: 'INTEGER', event_time: 'TIMESTAMP'})`;
 const zstd = '(FORMAT parquet, COMPRESSION zstd)';
 let rows = 0;
 const start = process.hrtime.bigint();
-if (mode === 'single') {
+if (mode === 'single' || mode === 'single-text') {
   const res = await conn.runAndReadAll(`COPY (SELECT * FROM ${src}) TO ${lit(join(outDir, 'data_0.parquet'))} ${zstd}`);
   rows = Number(res.getRows()[0][0]);
 } else if (mode === 'partitioned') {

@@ -9,7 +9,10 @@
 #   duckdb  read_json with explicit column types -> zstd Parquet
 #           (bench/duckjson.mjs), three ways: single (one unpartitioned
 #           COPY), partitioned (COPY ... PARTITION_BY day), perday (load once
-#           into a table, one COPY per day); the fastest is the peer
+#           into a table, one COPY per day); the fastest is the peer. And
+#           single-text, reported beside the peer but never the peer:
+#           single with the uuid columns stored as text, as sluice stores
+#           them (DuckDB's UUID is 16 bytes, which zstd does not work on)
 #   sluice  `sluice ingest T --from IN --json` into a table made by
 #           `sluice init` (not timed), partitioned by day(event_time)
 #   sluice  the same on the first RECORDS/2 records (FILES/2 files, a copy of
@@ -52,13 +55,13 @@ prof=()
 # The rounds: DuckDB three ways (the fastest is the peer), sluice on the
 # half, sluice on the whole.
 for round in $(seq "$RUNS"); do
-  for mode in single partitioned perday; do
+  for mode in single partitioned perday single-text; do
     /usr/bin/time -v -o "$DATA/duck-$mode.time" node bench/duckjson.mjs "$IN" "$OUT_DUCK-$mode" "$mode" > "$DATA/duck-$mode.json"
     s=$(json seconds < "$DATA/duck-$mode.json")
-    eval "prev=\${duck_s_$mode:-}; prss=\${duck_rss_$mode:-}"
-    eval "duck_all_$mode=\"\${duck_all_$mode:-} $(printf '%.2f' "$s")\"; duck_rss_$mode=$(maxrss "$(rss "$DATA/duck-$mode.time")" "$prss")"
+    eval "prev=\${duck_s_${mode//-/_}:-}; prss=\${duck_rss_${mode//-/_}:-}"
+    eval "duck_all_${mode//-/_}=\"\${duck_all_${mode//-/_}:-} $(printf '%.2f' "$s")\"; duck_rss_${mode//-/_}=$(maxrss "$(rss "$DATA/duck-$mode.time")" "$prss")"
     if better "$s" "$prev"; then
-      eval "duck_s_$mode=$s; duck_b_$mode=$(du -sb "$OUT_DUCK-$mode" | cut -f1); duck_cpu_$mode=$(cpu "$DATA/duck-$mode.time"); duck_rows_$mode=$(json rows < "$DATA/duck-$mode.json")"
+      eval "duck_s_${mode//-/_}=$s; duck_b_${mode//-/_}=$(du -sb "$OUT_DUCK-$mode" | cut -f1); duck_cpu_${mode//-/_}=$(cpu "$DATA/duck-$mode.time"); duck_rows_${mode//-/_}=$(json rows < "$DATA/duck-$mode.json")"
     fi
   done
   ingest "$HALF" "$OUT_HALF" "$DATA/sluice-half.time" "$DATA/sluice-half.json"
@@ -72,7 +75,7 @@ for round in $(seq "$RUNS"); do
 done
 best= bestp=
 for mode in single partitioned perday; do
-  eval "s=\$duck_s_$mode"
+  eval "s=\$duck_s_${mode//-/_}"
   if [ -z "$best" ] || [ "$(echo "$s < $best_s" | bc)" = 1 ]; then best=$mode; best_s=$s; fi
   if [ "$mode" != single ] && { [ -z "$bestp" ] || [ "$(echo "$s < $bestp_s" | bc)" = 1 ]; }; then bestp=$mode; bestp_s=$s; fi
 done
@@ -92,8 +95,8 @@ got=$(json rows < "$DATA/check-sluice.json")
 want=$(json rows < "$DATA/check-duck.json")
 fail=0
 [ "$got" = "$RECORDS" ] && [ "$want" = "$RECORDS" ] || { echo "row counts differ: sluice $got, duckdb $want, generated $RECORDS" >&2; fail=1; }
-for mode in partitioned perday; do
-  eval "r=\$duck_rows_$mode"; [ "$r" = "$RECORDS" ] || { echo "duckdb $mode wrote $r rows, not $RECORDS" >&2; fail=1; }
+for mode in partitioned perday single-text; do
+  eval "r=\$duck_rows_${mode//-/_}"; [ "$r" = "$RECORDS" ] || { echo "duckdb $mode wrote $r rows, not $RECORDS" >&2; fail=1; }
 done
 [ "$half_rows" = "$half_records" ] || { echo "half run wrote $half_rows rows, not $half_records" >&2; fail=1; }
 if [ -n "$common" ]; then
@@ -105,8 +108,8 @@ fi
 mbs() { echo "$1 / $2 / 1000000" | bc -l; }
 printf '\n%s records, %s files, %s input bytes, %s CPUs, best of %s rounds\n' "$RECORDS" "$FILES" "$in_bytes" "$(nproc)" "$RUNS"
 printf '%-18s %10s %12s %9s %14s %12s %8s  %s\n' engine seconds records/s MB/s out_bytes peak_rss_kb cpu_s every_round_s
-for mode in single partitioned perday; do
-  eval "s=\$duck_s_$mode; b=\$duck_b_$mode; m=\$duck_rss_$mode; c=\$duck_cpu_$mode; all=\$duck_all_$mode"
+for mode in single partitioned perday single-text; do
+  eval "s=\$duck_s_${mode//-/_}; b=\$duck_b_${mode//-/_}; m=\$duck_rss_${mode//-/_}; c=\$duck_cpu_${mode//-/_}; all=\$duck_all_${mode//-/_}"
   mark=; [ "$mode" = "$best" ] && mark='*'
   printf '%-18s %10.3f %12.0f %9.1f %14s %12s %8s %s\n' "duckdb $mode$mark" "$s" "$(echo "$RECORDS / $s" | bc -l)" "$(mbs "$in_bytes" "$s")" "$b" "$m" "$c" "$all"
 done
@@ -118,6 +121,8 @@ printf 'sluice/duckdb(%s): time %.2f, bytes %.3f, RSS %.2f, CPU %.2f\n' "$best" 
 eval "p_b=\$duck_b_$bestp; p_rss=\$duck_rss_$bestp"
 printf 'sluice/duckdb(%s, fastest partitioned): time %.2f, bytes %.3f, RSS %.2f\n' "$bestp" \
   "$(echo "$sluice_s / $bestp_s" | bc -l)" "$(echo "$sluice_b / $p_b" | bc -l)" "$(echo "$sluice_rss / $p_rss" | bc -l)"
+printf 'sluice/duckdb(single-text, uuid stored as text by both): time %.2f, bytes %.3f, CPU %.2f\n' \
+  "$(echo "$sluice_s / $duck_s_single_text" | bc -l)" "$(echo "$sluice_b / $duck_b_single_text" | bc -l)" "$(echo "$sluice_cpu / $duck_cpu_single_text" | bc -l)"
 printf 'sluice RSS full/half (%s/%s records): %.2f\n' "$RECORDS" "$half_records" "$(echo "$sluice_rss / $half_rss" | bc -l)"
 if [ -n "$common" ]; then
   printf 'check: rows %s = %s; checksum over %s (types match) %s\n' "$got" "$want" "$common" "$([ "$cs" = "$cd_" ] && echo equal || echo DIFFERS)"
