@@ -58,15 +58,12 @@ type decoded struct {
 	bad error
 }
 
-const (
-	// jsonBlock is how many JSON lines are decoded together. Decoding is
-	// the larger half of an ingest's CPU, so blocks are decoded on two
-	// goroutines at once, while records are still handed on one at a
-	// time, in order.
-	jsonBlock = 1024
-	// jsonBlockBytes ends a block early when its records are large.
-	jsonBlockBytes = 1 << 20
-)
+// jsonBlockBytes is the size of a block of JSON lines: the lines read
+// into one buffer are decoded together. Decoding is the larger half of an
+// ingest's CPU, so blocks are decoded on two goroutines at once, while
+// records are still handed on one at a time, in order; a block of about a
+// thousand records keeps both busy on a small file too.
+const jsonBlockBytes = 256 << 10
 
 // decodeJSON checks and decodes one JSON record.
 func (d *decoder) decodeJSON(r rawRecord) decoded {
@@ -223,8 +220,7 @@ const jsonInFlight = 4
 // reading goroutine, decoded on one of two decoding goroutines, handed on
 // by the caller's, in order.
 type lineBlock struct {
-	arena []byte // the records' bytes, record i ending at ends[i]
-	ends  []int
+	arena []byte // the buffer the block's records were read into
 	lines []int64
 	recs  []rawRecord
 	out   []decoded
@@ -233,7 +229,7 @@ type lineBlock struct {
 }
 
 func (b *lineBlock) reset() {
-	b.arena, b.ends, b.lines, b.recs, b.err = b.arena[:0], b.ends[:0], b.lines[:0], b.recs[:0], nil
+	b.arena, b.lines, b.recs, b.err = b.arena[:0], b.lines[:0], b.recs[:0], nil
 	b.done = make(chan struct{})
 }
 
@@ -299,29 +295,30 @@ func (d *decoder) decodeJSONL(ctx context.Context, r io.Reader, emit emitFunc) e
 
 // readJSONL cuts r into blocks of lines and sends each to ordered and to
 // work. A read error ends the last block.
+//
+// Each block reads its bytes straight into its own buffer, and its records
+// are the lines found there: no copy but the start of the line a read
+// ended in, which opens the next block's buffer. A line longer than a
+// buffer is put together apart, cut at the size limit.
 func (d *decoder) readJSONL(ctx context.Context, r io.Reader, ordered, work chan<- *lineBlock, free <-chan *lineBlock) error {
-	br := bufio.NewReaderSize(r, 256<<10)
-	var long []byte // a line longer than the reader's buffer, put together
 	var lineNo int64
+	var carry []byte // the start of a line, at the end of the last block's buffer
 	next := func() *lineBlock {
 		var b *lineBlock
 		select {
 		case b = <-free:
 		default:
-			b = &lineBlock{out: make([]decoded, jsonBlock)}
+			b = &lineBlock{arena: make([]byte, 0, jsonBlockBytes)}
 		}
 		b.reset()
 		return b
 	}
-	b := next()
-	send := func(last bool) error {
+	send := func(b *lineBlock) error {
 		if len(b.recs) == 0 && b.err == nil {
 			return nil
 		}
-		prev := 0
-		for i, end := range b.ends {
-			b.recs[i].b = b.arena[prev:end:end]
-			prev = end
+		if len(b.out) < len(b.recs) {
+			b.out = make([]decoded, len(b.recs))
 		}
 		for _, ch := range []chan<- *lineBlock{ordered, work} {
 			select {
@@ -330,61 +327,100 @@ func (d *decoder) readJSONL(ctx context.Context, r io.Reader, ordered, work chan
 				return ctx.Err()
 			}
 		}
-		if !last {
-			b = next()
-		}
 		return nil
 	}
-	for {
-		line, err := br.ReadSlice('\n')
-		total := len(line)
-		if err == bufio.ErrBufferFull {
-			long = append(long[:0], line[:min(len(line), d.maxBytes+1)]...)
-			for err == bufio.ErrBufferFull {
-				var frag []byte
-				frag, err = br.ReadSlice('\n')
-				total += len(frag)
-				if len(long) < d.maxBytes+1 {
-					long = append(long, frag[:min(len(frag), d.maxBytes+1-len(long))]...)
-				}
-			}
-			line = long
-		} else if len(line) > d.maxBytes+1 {
-			line = line[:d.maxBytes+1]
-		}
-		if err != nil && err != io.EOF {
-			// The records before the failure are handed on first, as
-			// they were read.
-			b.err = err
-			return send(true)
-		}
-		if total == 0 && err == io.EOF {
-			return send(true)
-		}
+	// add records one line (its bytes, cut at the limit, and its whole
+	// size with the line ending) unless it is blank.
+	add := func(b *lineBlock, line []byte, total int) {
 		lineNo++
 		rec := trimEOL(line)
 		if len(bytes.TrimSpace(rec)) == 0 && total <= d.maxBytes {
-			if err == io.EOF {
-				return send(true)
-			}
-			continue // blank lines are not records
+			return // blank lines are not records
 		}
 		size := total - (len(line) - len(rec)) // without the line ending
 		if total > d.maxBytes {
 			rec, size = line[:min(len(line), d.maxBytes)], total
 		}
-		// The block keeps a copy: the reader's buffer moves on.
-		b.arena = append(b.arena, rec...)
-		b.ends = append(b.ends, len(b.arena))
+		b.recs = append(b.recs, rawRecord{b: rec[:len(rec):len(rec)], size: size})
 		b.lines = append(b.lines, lineNo)
-		b.recs = append(b.recs, rawRecord{size: size})
-		if err == io.EOF {
-			return send(true)
+	}
+	for {
+		b := next()
+		// The carried start of a line first (copy handles the overlap when
+		// b is the block it came from), then as much as fits.
+		buf := b.arena[:cap(b.arena)]
+		n := copy(buf, carry)
+		m, err := io.ReadFull(r, buf[n:])
+		if err == io.ErrUnexpectedEOF {
+			err = io.EOF
 		}
-		if len(b.recs) == jsonBlock || len(b.arena) >= jsonBlockBytes {
-			if err := send(false); err != nil {
-				return err
+		data := buf[:n+m]
+		start := 0
+		for {
+			i := bytes.IndexByte(data[start:], '\n')
+			if i < 0 {
+				break
 			}
+			add(b, data[start:start+i+1], i+1)
+			start += i + 1
+		}
+		carry = data[start:]
+		switch {
+		case err == io.EOF:
+			if len(carry) > 0 {
+				add(b, carry, len(carry)) // the last line, without its ending
+			}
+			return send(b)
+		case err != nil:
+			// The records before the failure are handed on first, as
+			// they were read.
+			b.err = err
+			return send(b)
+		case start == 0:
+			// A full buffer without a line ending: a line longer than
+			// the buffer, put together apart.
+			if carry, err = d.longLine(r, b, data, add); err != nil && err != io.EOF {
+				b.err = err
+				return send(b)
+			}
+			if err == io.EOF {
+				return send(b)
+			}
+		}
+		if err := send(b); err != nil {
+			return err
+		}
+	}
+}
+
+// longLine reads the rest of a line that began with the whole of buf (no
+// line ending in it), keeping its first bytes up to the size limit, and
+// adds it to b. It reads on through buf, and returns what followed the
+// line in the last read: the start of the next line. err is io.EOF when
+// the line ended the file.
+func (d *decoder) longLine(r io.Reader, b *lineBlock, buf []byte, add func(*lineBlock, []byte, int)) (rest []byte, err error) {
+	long := append([]byte(nil), buf[:min(len(buf), d.maxBytes+1)]...)
+	total := len(buf)
+	for {
+		var m int
+		m, err = io.ReadFull(r, buf)
+		if err == io.ErrUnexpectedEOF {
+			err = io.EOF
+		}
+		chunk := buf[:m]
+		end := bytes.IndexByte(chunk, '\n')
+		if end >= 0 {
+			chunk, rest, err = chunk[:end+1], chunk[end+1:], nil
+		}
+		total += len(chunk)
+		if len(long) < d.maxBytes+1 {
+			long = append(long, chunk[:min(len(chunk), d.maxBytes+1-len(long))]...)
+		}
+		if end >= 0 || err != nil {
+			if err == nil || err == io.EOF {
+				add(b, long, total)
+			}
+			return rest, err
 		}
 	}
 }

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"runtime"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/sluice-data/sluice/catalog"
@@ -138,5 +140,84 @@ func TestDecodeJSONLHandsRecordsOnInOrder(t *testing.T) {
 	}
 	if after := runtime.NumGoroutine(); after > before {
 		t.Fatalf("%d goroutines after decoding, %d before", after, before)
+	}
+}
+
+// Records are the file's lines as written, whatever their sizes and
+// wherever a read ends: against a plain split of the file, over random
+// files of short, empty, blank and CRLF lines, lines around the read
+// buffer's size and over the size limit, with and without a last line
+// ending, read in one piece and a few bytes at a time.
+func TestDecodeJSONLRecordsAreTheFilesLines(t *testing.T) {
+	schema, err := catalog.ParseSchema("id:int64,note:string?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := DefaultOptions()
+	o.MaxRecordBytes = jsonBlockBytes + 1000
+	d := newDecoder(schema, o)
+	rnd := rand.New(rand.NewPCG(7, 8))
+	type rec struct {
+		line int64
+		raw  string
+	}
+	for round := range 40 {
+		var file bytes.Buffer
+		nLines := 1 + rnd.IntN(3000)
+		for k := range nLines {
+			switch c := rnd.IntN(100); {
+			case c < 3:
+				// nothing: an empty line
+			case c < 5:
+				file.WriteString(" \t ")
+			case c < 7:
+				// around the buffer's size, and over the limit
+				n := jsonBlockBytes - 500 + rnd.IntN(2000)
+				fmt.Fprintf(&file, `{"id":%d,"note":"%s"}`, k, strings.Repeat("x", n))
+			default:
+				fmt.Fprintf(&file, `{"id":%d,"note":"%s"}`, k, strings.Repeat("n", rnd.IntN(300)))
+			}
+			if k < nLines-1 || rnd.IntN(2) == 0 {
+				if rnd.IntN(10) == 0 {
+					file.WriteString("\r")
+				}
+				file.WriteString("\n")
+			}
+		}
+		var want []rec
+		for i, l := range strings.SplitAfter(file.String(), "\n") {
+			if l == "" {
+				continue // after the last line ending
+			}
+			r := strings.TrimRight(l, "\r\n")
+			if strings.TrimSpace(r) == "" && len(l) <= o.MaxRecordBytes {
+				continue
+			}
+			if len(l) > o.MaxRecordBytes {
+				r = l[:o.MaxRecordBytes]
+			}
+			want = append(want, rec{int64(i + 1), r})
+		}
+		var src io.Reader = bytes.NewReader(file.Bytes())
+		if round%2 == 1 {
+			src = iotest.HalfReader(src) // short reads
+		}
+		var got []rec
+		err := d.decodeJSONL(context.Background(), src, func(pos int64, raw []byte, _ []any, _ error) error {
+			got = append(got, rec{pos, string(raw)})
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("round %d: %d records, want %d", round, len(got), len(want))
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("round %d, record %d: line %d %.60q (%d bytes), want line %d %.60q (%d bytes)",
+					round, i, got[i].line, got[i].raw, len(got[i].raw), want[i].line, want[i].raw, len(want[i].raw))
+			}
+		}
 	}
 }
