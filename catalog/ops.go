@@ -81,6 +81,12 @@ type Partitioner struct {
 	schema Schema
 	spec   PartitionSpec
 	cache  map[int64]partitionOf
+	// dayCol is the column of a spec of one day field, else -1; last and
+	// lastDay the partition of the last row routed by it (rows of a
+	// batch mostly share a day).
+	dayCol  int
+	last    *partitionOf
+	lastDay int64
 }
 
 type partitionOf struct {
@@ -90,7 +96,11 @@ type partitionOf struct {
 
 // NewPartitioner returns a Partitioner for rows of schema under spec.
 func NewPartitioner(schema Schema, spec PartitionSpec) *Partitioner {
-	return &Partitioner{schema: schema, spec: spec, cache: map[int64]partitionOf{}}
+	p := &Partitioner{schema: schema, spec: spec, cache: map[int64]partitionOf{}, dayCol: -1}
+	if len(spec.Fields) == 1 && spec.Fields[0].Transform == "day" {
+		p.dayCol = p.sourceIndex(spec.Fields[0].Source)
+	}
+	return p
 }
 
 // Of returns the folder and values of row's partition. The values map is
@@ -100,23 +110,25 @@ func (p *Partitioner) Of(row []any) (string, map[string]*string, error) {
 		return "", nil, nil
 	}
 	// One day field, the common case: cached by day.
-	if len(p.spec.Fields) == 1 && p.spec.Fields[0].Transform == "day" {
-		if idx := p.sourceIndex(p.spec.Fields[0].Source); idx >= 0 && idx < len(row) {
-			if t, ok := row[idx].(time.Time); ok {
-				day := t.Unix()
-				if day < 0 {
-					day -= 86399
-				}
-				day /= 86400
-				if e, ok := p.cache[day]; ok {
-					return e.folder, e.vals, nil
-				}
-				folder, vals, err := partitionOfRow(p.schema, p.spec, row)
-				if err == nil && len(p.cache) < 1<<16 {
-					p.cache[day] = partitionOf{folder, vals}
-				}
-				return folder, vals, err
+	if idx := p.dayCol; idx >= 0 && idx < len(row) {
+		if t, ok := row[idx].(time.Time); ok {
+			day := t.Unix()
+			if day < 0 {
+				day -= 86399
 			}
+			day /= 86400
+			if p.last != nil && day == p.lastDay {
+				return p.last.folder, p.last.vals, nil
+			}
+			if e, ok := p.cache[day]; ok {
+				p.last, p.lastDay = &e, day
+				return e.folder, e.vals, nil
+			}
+			folder, vals, err := partitionOfRow(p.schema, p.spec, row)
+			if err == nil && len(p.cache) < 1<<16 {
+				p.cache[day] = partitionOf{folder, vals}
+			}
+			return folder, vals, err
 		}
 	}
 	return partitionOfRow(p.schema, p.spec, row)

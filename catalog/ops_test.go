@@ -6,7 +6,8 @@ import (
 )
 
 // The cached route of a row equals the one computed afresh, on both sides
-// of midnight and of the epoch.
+// of midnight and of the epoch, whether it comes from the cache, from the
+// memo of the last day or neither, and when a day comes back.
 func TestPartitionerMatchesPartitionOf(t *testing.T) {
 	schema, _ := ParseSchema("id:int64,at:timestamp?")
 	spec, err := ParsePartitionSpec("day(at)", schema)
@@ -14,7 +15,7 @@ func TestPartitionerMatchesPartitionOf(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := NewPartitioner(schema, spec)
-	for _, at := range []any{
+	ats := []any{
 		time.Date(2024, 1, 31, 23, 59, 59, 999999000, time.UTC),
 		time.Date(2024, 2, 1, 0, 0, 0, 0, time.UTC),
 		time.Date(1969, 12, 31, 23, 59, 59, 0, time.UTC),
@@ -22,9 +23,10 @@ func TestPartitionerMatchesPartitionOf(t *testing.T) {
 		time.Date(1969, 12, 31, 0, 0, 0, 0, time.UTC),
 		time.Date(2024, 1, 31, 23, 0, 0, 0, time.FixedZone("UTC-3", -3*3600)), // 2024-02-01 UTC
 		nil,
-	} {
+	}
+	for _, at := range append(ats, ats...) {
 		row := []any{int64(1), at}
-		for range 2 { // the second time from the cache
+		for range 3 { // then from the cache, then from the memo
 			got, gotVals, err := p.Of(row)
 			want, wantVals, werr := partitionOfRow(schema, spec, row)
 			if err != nil || werr != nil {
