@@ -318,11 +318,14 @@ func (rw *rewriter) run(inputs []catalog.DataFile, open Opener) error {
 				err = ctx.Err()
 			}
 		}
-		p.r = nil
-		sem.Release(p.held)
 		if err != nil {
 			cancel()
 		}
+		// Once its fetch has ended (cut short by the cancel after a
+		// failure), p is this goroutine's alone.
+		<-p.done
+		p.r = nil
+		sem.Release(p.held)
 	}
 	_ = g.Wait()
 	if err == nil && dispatchErr != nil {
