@@ -1112,89 +1112,61 @@ func TestDecimalFixedSizesMatchSpark(t *testing.T) {
 	}
 }
 
-func TestParquetWriterKeepsRowsBeforeABadOneWhole(t *testing.T) {
-	ctx := context.Background()
-	st := newTestStore(t)
-	schema := pqSchema(t, "id:int64,name:string?,u:uuid")
-	var rows [][]any
-	for i := range 3000 {
-		rows = append(rows, []any{int64(i), fmt.Sprint("n", i), "0b0e6d2c-4f5a-4c1e-9d8b-1f2e3d4c5b6a"})
-	}
-	rows[1500][2] = 42 // not a string: the third column of row 1500
-	w, err := NewParquetWriter(schema, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Abort()
-	err = w.Write(ctx, rows)
-	if err == nil || !strings.Contains(err.Error(), "row 1500") || !strings.Contains(err.Error(), `column "u"`) {
-		t.Fatalf("got %v, want an error naming row 1500 and column u", err)
-	}
-	n, _, err := w.Close(ctx, st, "part.parquet")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := ReadParquetRows(ctx, st, "part.parquet", n, schema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != 1500 {
-		t.Fatalf("read %d rows, want the 1500 before the bad one", len(got))
-	}
-	for i, r := range got {
-		if r[0] != int64(i) || r[1] != fmt.Sprint("n", i) || r[2] != rows[i][2] {
-			t.Fatalf("row %d = %v, want %v", i, r, rows[i])
-		}
-	}
-}
-
-// With several bad values, the error names the first bad row, and at that
-// row the first bad column, however many columns are encoded at once; the
-// rows before it are written whole.
-func TestParquetWriterNamesTheFirstBadValue(t *testing.T) {
+// A bad value stops the write: the error names the first bad row, and at
+// that row the first bad column, whether the columns are encoded one at a
+// time or several at once; the rows before it are written whole.
+func TestParquetWriterKeepsRowsBeforeTheFirstBadValueWhole(t *testing.T) {
 	defer func(n int) { columnWorkers = n }(columnWorkers)
-	columnWorkers = 3
 	ctx := context.Background()
 	schema := pqSchema(t, "id:int64,name:string?,u:uuid")
 	type cell struct{ row, col int }
-	for _, tc := range []struct {
-		bad []cell
-		row int
-		col string
-	}{
-		{[]cell{{1500, 2}, {1700, 0}}, 1500, "u"},
-		{[]cell{{1500, 2}, {1500, 1}}, 1500, "name"},
-		{[]cell{{2100, 2}, {1100, 1}, {1100, 2}}, 1100, "name"},
-		{[]cell{{3, 0}, {3, 2}, {2, 2}}, 2, "u"},
-	} {
-		st := newTestStore(t)
-		var rows [][]any
-		for i := range 3000 {
-			rows = append(rows, []any{int64(i), fmt.Sprint("n", i), "0b0e6d2c-4f5a-4c1e-9d8b-1f2e3d4c5b6a"})
-		}
-		for _, c := range tc.bad {
-			rows[c.row][c.col] = struct{}{} // no column's type
-		}
-		w, err := NewParquetWriter(schema, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = w.Write(ctx, rows)
-		want := fmt.Sprintf("row %d: column %q", tc.row, tc.col)
-		if err == nil || !strings.Contains(err.Error(), want) {
-			w.Abort()
-			t.Fatalf("bad values at %v: got %v, want an error naming %s", tc.bad, err, want)
-		}
-		n, _, err := w.Close(ctx, st, "part.parquet")
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := ReadParquetRows(ctx, st, "part.parquet", n, schema)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(got) != tc.row {
-			t.Fatalf("bad values at %v: read %d rows, want the %d before the first", tc.bad, len(got), tc.row)
+	for _, workers := range []int{1, 3} {
+		columnWorkers = workers
+		for _, tc := range []struct {
+			bad []cell
+			row int
+			col string
+		}{
+			{[]cell{{1500, 2}}, 1500, "u"},
+			{[]cell{{1500, 2}, {1700, 0}}, 1500, "u"},
+			{[]cell{{1500, 2}, {1500, 1}}, 1500, "name"},
+			{[]cell{{2100, 2}, {1100, 1}, {1100, 2}}, 1100, "name"},
+			{[]cell{{3, 0}, {3, 2}, {2, 2}}, 2, "u"},
+		} {
+			st := newTestStore(t)
+			var rows [][]any
+			for i := range 3000 {
+				rows = append(rows, []any{int64(i), fmt.Sprint("n", i), "0b0e6d2c-4f5a-4c1e-9d8b-1f2e3d4c5b6a"})
+			}
+			for _, c := range tc.bad {
+				rows[c.row][c.col] = struct{}{} // no column's type
+			}
+			w, err := NewParquetWriter(schema, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = w.Write(ctx, rows)
+			want := fmt.Sprintf("row %d: column %q", tc.row, tc.col)
+			if err == nil || !strings.Contains(err.Error(), want) {
+				w.Abort()
+				t.Fatalf("%d workers, bad values at %v: got %v, want an error naming %s", workers, tc.bad, err, want)
+			}
+			n, _, err := w.Close(ctx, st, "part.parquet")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := ReadParquetRows(ctx, st, "part.parquet", n, schema)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != tc.row {
+				t.Fatalf("%d workers, bad values at %v: read %d rows, want the %d before the first", workers, tc.bad, len(got), tc.row)
+			}
+			for i, r := range got {
+				if r[0] != int64(i) || r[1] != fmt.Sprint("n", i) || r[2] != rows[i][2] {
+					t.Fatalf("row %d = %v, want %v", i, r, rows[i])
+				}
+			}
 		}
 	}
 }
