@@ -1085,7 +1085,6 @@ func (pw *ParquetWriter) Write(ctx context.Context, rows [][]any) error {
 		n := min(len(rows), batchRows, parquetRowGroupRows-pw.groupRows)
 		good := n
 		var bad error
-		badCol := 0
 		for k, row := range rows[:n] {
 			if len(row) != len(cols) {
 				good, bad = k, fmt.Errorf("row %d: %d values, the schema has %d columns", pw.rows+int64(k), len(row), len(cols))
@@ -1096,14 +1095,15 @@ func (pw *ParquetWriter) Write(ctx context.Context, rows [][]any) error {
 		// column's values go to their own column writer, which encodes
 		// and compresses its pages; no two columns share anything.
 		var pending int64
-		for i, r := range pw.forColumns(func(i int) colResult {
+		for _, r := range pw.forColumns(func(i int) colResult {
 			k, bytes, err := pw.encodeColumn(i, rows[:good], pw.rows)
 			return colResult{k, bytes, err}
 		}) {
 			pending += r.bytes
-			// The first bad row wins, and at one row the first column.
-			if r.err != nil && (r.k < good || bad == nil || r.k == good && i < badCol) {
-				good, bad, badCol = r.k, r.err, i
+			// The first bad row wins (a column's bad row is below the
+			// good it was given), and at one row the first column.
+			if r.err != nil && r.k < good {
+				good, bad = r.k, r.err
 			}
 		}
 		if good < n {
