@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/google/uuid"
@@ -81,13 +82,17 @@ type Partitioner struct {
 	schema Schema
 	spec   PartitionSpec
 	cache  map[int64]partitionOf
-	// dayCol is the column of a spec of one day field, else -1; last and
-	// lastDay the partition of the last row routed by it (rows of a
-	// batch mostly share a day).
+	// dayCol is the column of a spec of one day field, else -1; last is
+	// the partition of day lastDay, the last one routed by it (rows of a
+	// batch mostly share a day); noDay before the first.
 	dayCol  int
-	last    *partitionOf
+	last    partitionOf
 	lastDay int64
 }
+
+// noDay is no day a time has: Unix seconds divided by 86400 stay far
+// above it.
+const noDay = math.MinInt64
 
 type partitionOf struct {
 	folder string
@@ -96,7 +101,7 @@ type partitionOf struct {
 
 // NewPartitioner returns a Partitioner for rows of schema under spec.
 func NewPartitioner(schema Schema, spec PartitionSpec) *Partitioner {
-	p := &Partitioner{schema: schema, spec: spec, cache: map[int64]partitionOf{}, dayCol: -1}
+	p := &Partitioner{schema: schema, spec: spec, cache: map[int64]partitionOf{}, dayCol: -1, lastDay: noDay}
 	if len(spec.Fields) == 1 && spec.Fields[0].Transform == "day" {
 		p.dayCol = p.sourceIndex(spec.Fields[0].Source)
 	}
@@ -117,11 +122,11 @@ func (p *Partitioner) Of(row []any) (string, map[string]*string, error) {
 				day -= 86399
 			}
 			day /= 86400
-			if p.last != nil && day == p.lastDay {
+			if day == p.lastDay {
 				return p.last.folder, p.last.vals, nil
 			}
 			if e, ok := p.cache[day]; ok {
-				p.last, p.lastDay = &e, day
+				p.last, p.lastDay = e, day
 				return e.folder, e.vals, nil
 			}
 			folder, vals, err := partitionOfRow(p.schema, p.spec, row)
