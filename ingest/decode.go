@@ -379,10 +379,14 @@ func (d *decoder) readJSONL(ctx context.Context, r io.Reader, ordered, work chan
 		case start == 0:
 			// A full buffer without a line ending: a line longer than
 			// the buffer, put together apart.
-			if carry, err = d.longLine(r, b, data, add); err != nil && err != io.EOF {
+			var long []byte
+			var total int
+			long, total, carry, err = d.longLine(r, data)
+			if err != nil && err != io.EOF {
 				b.err = err
 				return send(b)
 			}
+			add(b, long, total)
 			if err == io.EOF {
 				return send(b)
 			}
@@ -394,13 +398,13 @@ func (d *decoder) readJSONL(ctx context.Context, r io.Reader, ordered, work chan
 }
 
 // longLine reads the rest of a line that began with the whole of buf (no
-// line ending in it), keeping its first bytes up to the size limit, and
-// adds it to b. It reads on through buf, and returns what followed the
-// line in the last read: the start of the next line. err is io.EOF when
-// the line ended the file.
-func (d *decoder) longLine(r io.Reader, b *lineBlock, buf []byte, add func(*lineBlock, []byte, int)) (rest []byte, err error) {
-	long := append([]byte(nil), buf[:min(len(buf), d.maxBytes+1)]...)
-	total := len(buf)
+// line ending in it), reading on through buf. It returns the line's first
+// bytes up to the size limit, its whole size, and what followed it in the
+// last read: the start of the next line. err is io.EOF when the line ended
+// the file.
+func (d *decoder) longLine(r io.Reader, buf []byte) (long []byte, total int, rest []byte, err error) {
+	long = append([]byte(nil), buf[:min(len(buf), d.maxBytes+1)]...)
+	total = len(buf)
 	for {
 		var m int
 		m, err = io.ReadFull(r, buf)
@@ -417,10 +421,7 @@ func (d *decoder) longLine(r io.Reader, b *lineBlock, buf []byte, add func(*line
 			long = append(long, chunk[:min(len(chunk), d.maxBytes+1-len(long))]...)
 		}
 		if end >= 0 || err != nil {
-			if err == nil || err == io.EOF {
-				add(b, long, total)
-			}
-			return rest, err
+			return long, total, rest, err
 		}
 	}
 }
