@@ -289,7 +289,7 @@ func runKafka(ctx context.Context, t *catalog.Table, source string, o Options) (
 	o = o.withDefaults()
 	group := o.Group
 	if group == "" {
-		group = "sluice:" + canonicalLocation(t.Location())
+		group = DefaultGroup(t.Location())
 	}
 	log := o.Logger.With("table", t.Location(), "source", ks.String(), "group", group)
 	start := time.Now()
@@ -388,6 +388,11 @@ func runKafka(ctx context.Context, t *catalog.Table, source string, o Options) (
 		slog.Int64("version", res.Version), slog.Duration("took", time.Since(start)))
 	return res, nil
 }
+
+// DefaultGroup is the Kafka consumer group of runs into the table at
+// location when Options.Group is empty: every instance writing the table
+// joins it.
+func DefaultGroup(location string) string { return "sluice:" + canonicalLocation(location) }
 
 // canonicalLocation is a table location as the checkpoint keys spell it.
 func canonicalLocation(loc string) string {

@@ -68,8 +68,8 @@ type Options struct {
 	Quarantine string
 	// Group is the Kafka consumer group through which instances ingesting
 	// the same topic share its partitions; Kafka tools show its lag.
-	// Empty: "sluice:" + the table's location, so every instance writing
-	// the table shares by default.
+	// Empty: DefaultGroup of the table's location ("sluice:" and the
+	// location), so every instance writing the table shares by default.
 	Group string
 	// InstanceID makes this run a static member of Group: a run started
 	// again with the same ID after a crash takes back its partitions at

@@ -15,7 +15,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/sluice-data/sluice/cloud"
 	"github.com/sluice-data/sluice/ingest"
 )
 
@@ -89,7 +88,7 @@ func killedKafkaRuns(t *testing.T, kills int, extra ...string) {
 		t.Logf("run %d: %v; table at version %d", i, err, len(lines(mustSluice(t, "history", loc).stdout))-1)
 	}
 	if len(extra) == 0 {
-		defer reapZombieMembers(t, p, "sluice:"+mustLocation(t, loc))()
+		defer reapZombieMembers(t, p, ingest.DefaultGroup(loc))()
 	}
 	final := mustSluice(t, append([]string{"ingest", loc, "--from", src, "--verbose"}, extra...)...)
 	got := tableRead(t, loc)
@@ -104,15 +103,6 @@ func killedKafkaRuns(t *testing.T, kills int, extra ...string) {
 	if s["records_in"] != 0.0 {
 		t.Fatalf("a final rerun took records: %v", s)
 	}
-}
-
-func mustLocation(t *testing.T, loc string) string {
-	t.Helper()
-	l, err := cloud.ParseLocation(loc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l.String()
 }
 
 // reapZombieMembers works around a defect of kfake (at the version go.mod
