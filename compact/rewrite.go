@@ -684,8 +684,7 @@ func (rw *rewriter) copyTyped(key string, j int, pl *colPlan, p parquet.Page, of
 		have = min(nv-nulls, len(bits)*8)
 		fill = func(vals []parquet.Value, start int) int64 {
 			for i := range vals {
-				x := start + i
-				vals[i] = parquet.BooleanValue(bits[x>>3]>>(x&7)&1 != 0)
+				vals[i] = parquet.BooleanValue(bit(bits, start+i))
 			}
 			return 0
 		}
@@ -1177,6 +1176,10 @@ func saltHashes(hs []uint64, salt uint64) []uint64 {
 	return hs
 }
 
+// bit is the i-th of a boolean page's packed bits: eight to a byte, the
+// first in the lowest.
+func bit(bits []byte, i int) bool { return bits[i>>3]>>(i&7)&1 != 0 }
+
 // hashValues appends to dst the hash (valueHasher.hash) of each value of
 // a page's typed values of physical kind k, of which there are n (read for
 // booleans alone, whose data is packed bits). A boolean page's bits are
@@ -1185,11 +1188,10 @@ func saltHashes(hs []uint64, salt uint64) []uint64 {
 func hashValues(dst []uint64, k parquet.Kind, data encoding.Values, n int) []uint64 {
 	switch k {
 	case parquet.Boolean:
-		// Bits, eight to a byte, the first in the lowest; the last byte's
-		// padding is not a value.
+		// The last byte's padding is not a value.
 		bits := data.Boolean()
 		for i := range min(n, len(bits)*8) {
-			dst = append(dst, hashBool(bits[i>>3]>>(i&7)&1 != 0))
+			dst = append(dst, hashBool(bit(bits, i)))
 		}
 	case parquet.Int32:
 		for _, v := range data.Int32() {

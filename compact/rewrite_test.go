@@ -642,7 +642,7 @@ func TestBooleanPagesStartAtBitZero(t *testing.T) {
 				if v.IsNull() {
 					continue
 				}
-				if got := bits[k>>3]>>(k&7)&1 != 0; got != v.Boolean() {
+				if got := bit(bits, k); got != v.Boolean() {
 					t.Fatalf("page %d, value %d: bit %v, value %v", pages, k, got, v.Boolean())
 				}
 				k++
