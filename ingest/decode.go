@@ -220,7 +220,7 @@ const jsonInFlight = 4
 // reading goroutine, decoded on one of two decoding goroutines, handed on
 // by the caller's, in order.
 type lineBlock struct {
-	arena []byte // the buffer the block's records were read into
+	buf   []byte // the buffer the block's records were read into, whole
 	lines []int64
 	recs  []rawRecord
 	out   []decoded
@@ -229,7 +229,7 @@ type lineBlock struct {
 }
 
 func (b *lineBlock) reset() {
-	b.arena, b.lines, b.recs, b.err = b.arena[:0], b.lines[:0], b.recs[:0], nil
+	b.lines, b.recs, b.err = b.lines[:0], b.recs[:0], nil
 	b.done = make(chan struct{})
 }
 
@@ -308,7 +308,7 @@ func (d *decoder) readJSONL(ctx context.Context, r io.Reader, ordered, work chan
 		select {
 		case b = <-free:
 		default:
-			b = &lineBlock{arena: make([]byte, 0, jsonBlockBytes)}
+			b = &lineBlock{buf: make([]byte, jsonBlockBytes)}
 		}
 		b.reset()
 		return b
@@ -348,7 +348,7 @@ func (d *decoder) readJSONL(ctx context.Context, r io.Reader, ordered, work chan
 		b := next()
 		// The carried start of a line first (copy handles the overlap when
 		// b is the block it came from), then as much as fits.
-		buf := b.arena[:cap(b.arena)]
+		buf := b.buf
 		n := copy(buf, carry)
 		m, err := io.ReadFull(r, buf[n:])
 		if err == io.ErrUnexpectedEOF {
