@@ -62,3 +62,35 @@ func TestLocalPutFileLinksOrCopies(t *testing.T) {
 		t.Errorf("folder holds %q, want the two objects alone", names)
 	}
 }
+
+// StartWriteback is a hint: the file keeps its content, stays writable,
+// and PutFile stores it whole; on a closed file it does nothing.
+func TestStartWritebackKeepsTheFile(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, t.TempDir(), cloud.DefaultOptions())
+	body := bytes.Repeat([]byte("abcdefghij"), 50000)
+
+	f := writeTemp(t, t.TempDir(), body[:len(body)/2])
+	defer f.Close()
+	cloud.StartWriteback(f)
+	if _, err := f.Write(body[len(body)/2:]); err != nil {
+		t.Fatalf("write after StartWriteback: %v", err)
+	}
+	cloud.StartWriteback(f)
+	if _, err := cloud.PutFile(ctx, st, "date=2024-01-01/part-1.parquet", f, int64(len(body)), cloud.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(t, st, "date=2024-01-01/part-1.parquet"); !bytes.Equal(got, body) {
+		t.Fatalf("stored %d bytes differing from the file's %d", len(got), len(body))
+	}
+
+	closed := writeTemp(t, t.TempDir(), body)
+	if err := closed.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cloud.StartWriteback(closed) // must not panic
+	data, err := os.ReadFile(closed.Name())
+	if err != nil || !bytes.Equal(data, body) {
+		t.Fatalf("closed file after StartWriteback: %d bytes, %v", len(data), err)
+	}
+}

@@ -908,6 +908,9 @@ func (rw *rewriter) closeFile() error {
 		return fmt.Errorf("rewrite %s: write: %w", rw.partition, err)
 	}
 	size := rw.cw.n
+	// The disk writes the file while the read-back below keeps the CPU
+	// busy, so that PutFile's sync does not leave it idle.
+	cloud.StartWriteback(rw.tmp)
 	key := catalog.NewDataFilePath(rw.partition)
 	stats, err := rw.readBack(key, rw.tmp, size)
 	if err != nil {
