@@ -216,16 +216,42 @@ func TestKafkaGroupRebalanceWhileReading(t *testing.T) {
 		o.Group = group
 		return runElsewhere(loc, src, o)
 	}
+	// The first member has read some of every partition once it fetches
+	// each from past offset 0: the client fetches again only after the
+	// records it fetched before were polled, and ingest takes what it
+	// polled before polling again. Its first fetches may hold only some
+	// partitions (the others' offsets still loading), so waiting for the
+	// first records alone would let it hand over partitions it never
+	// read, and the handover commit this test is about would not happen.
+	var fetchedPast [partitions]atomic.Bool
+	c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Fetch}, Observe: true, Count: -1, When: func(r kmsg.Request) bool {
+		for _, ft := range r.(*kmsg.FetchRequest).Topics {
+			for _, fp := range ft.Partitions {
+				if fp.FetchOffset > 0 && fp.Partition >= 0 && fp.Partition < partitions {
+					fetchedPast[fp.Partition].Store(true)
+				}
+			}
+		}
+		return false
+	}})
+	readAll := func() bool {
+		for i := range fetchedPast {
+			if !fetchedPast[i].Load() {
+				return false
+			}
+		}
+		return true
+	}
 	var wg sync.WaitGroup
 	var second ingest.Result
 	var secondErr error
 	joined := make(chan *kfake.FaultHandle, 1)
 	var once sync.Once
-	// Once the first member has read some records, hold every fetch and
-	// start the second member; fetches resume when the group has given
-	// each member its half.
+	// Once the first member has read some of every partition, hold every
+	// fetch and start the second member; fetches resume when the group
+	// has given each member its half.
 	first, firstErr := run(ingest.Options{Progress: func(done, _ int) {
-		if done == 0 {
+		if done == 0 || !readAll() {
 			return
 		}
 		once.Do(func() {
