@@ -335,7 +335,7 @@ func runKafka(ctx context.Context, t *catalog.Table, source string, o Options) (
 		// is 50 MiB).
 		kgo.FetchMaxBytes(int32(min(50<<20, max(1<<20, o.MemoryBudget/8)))),
 		kgo.KeepControlRecords(),
-		kgo.WithPools(decompressPool{}),
+		kgo.WithPools(fetchPool{}),
 		// A range deleted after the run listed it must fail the run, not
 		// be skipped silently.
 		kgo.ConsumeResetOffset(kgo.NoResetOffset()),
@@ -893,7 +893,7 @@ func (kr *kafkaRun) consume(ctx context.Context, cl *kgo.Client, start time.Time
 		}
 		pause, err := kr.take(ctx, fs)
 		// Decoding copied what rows and the quarantine keep: the
-		// batches' buffers go back to the pool (see decompressPool).
+		// batches' buffers go back to the pool (see fetchPool).
 		fs.EachRecord(func(r *kgo.Record) { r.Recycle() })
 		if err != nil {
 			return err
@@ -1225,24 +1225,43 @@ func (d *decoder) decodeValue(raw []byte) (row []any, rec []byte, bad error) {
 	return r.row, rec, r.bad
 }
 
-// decompressPool lends franz-go the buffers it decompresses fetched
-// batches into. Without one, it decompresses into a buffer of its own and
-// copies the result into a fresh slice per batch: every record's bytes
-// copied once more and a large allocation per batch. A batch's buffer
-// comes back when every record in it is recycled, which consume does once
-// take has decoded them (rows and quarantined bytes are copies).
-type decompressPool struct{}
+// fetchPool lends franz-go the buffers it decodes fetched batches into.
+// Without it, franz-go decompresses each batch into a buffer of its own
+// and copies the result into a fresh slice (every record's bytes copied
+// once more, a large allocation per batch), and it allocates a fresh
+// slice of Records per batch, about 150 bytes a record, which the
+// collector then scans. A batch's buffers come back when every record in
+// it is recycled, which consume does once take has decoded them (rows and
+// quarantined bytes are copies).
+type fetchPool struct{}
 
-var decompressBufs sync.Pool
+var (
+	decompressBufs sync.Pool // *[]byte
+	recordBufs     sync.Pool // *[]kgo.Record
+)
 
-func (decompressPool) GetDecompressBytes(compressed []byte, _ kgo.CompressionCodecType) []byte {
+func (fetchPool) GetDecompressBytes(compressed []byte, _ kgo.CompressionCodecType) []byte {
 	if b, ok := decompressBufs.Get().(*[]byte); ok && cap(*b) >= 2*len(compressed) {
 		return *b
 	}
 	return make([]byte, 0, 4*len(compressed))
 }
 
-func (decompressPool) PutDecompressBytes(b []byte) {
+func (fetchPool) PutDecompressBytes(b []byte) {
 	b = b[:0]
 	decompressBufs.Put(&b)
+}
+
+// GetRecords returns a slice of capacity n or more. franz-go sets every
+// field of each record it decodes into it, and zeroes each on Recycle.
+func (fetchPool) GetRecords(n int) []kgo.Record {
+	if b, ok := recordBufs.Get().(*[]kgo.Record); ok && cap(*b) >= n {
+		return (*b)[:0]
+	}
+	return make([]kgo.Record, 0, n)
+}
+
+func (fetchPool) PutRecords(rs []kgo.Record) {
+	rs = rs[:0]
+	recordBufs.Put(&rs)
 }
