@@ -238,8 +238,8 @@ func (b *lineBlock) reset() {
 // one reads lines into blocks, two decode whichever block comes next
 // (each with its own decoder, d and its twin), and the caller hands the
 // records on in order. Every goroutine has returned when it returns.
-func (d *decoder) decodeJSONL(ctx context.Context, r io.Reader, emit emitFunc) error {
-	ctx, cancel := context.WithCancel(ctx)
+func (d *decoder) decodeJSONL(parent context.Context, r io.Reader, emit emitFunc) error {
+	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	g, gctx := errgroup.WithContext(ctx)
 	ordered := make(chan *lineBlock, jsonInFlight)
@@ -263,6 +263,11 @@ func (d *decoder) decodeJSONL(ctx context.Context, r io.Reader, emit emitFunc) e
 	}
 	err := func() error {
 		for b := range ordered {
+			// A select with both ready picks either: a block decoded
+			// before the cancel must not be handed on after it.
+			if err := gctx.Err(); err != nil {
+				return err
+			}
 			select {
 			case <-b.done:
 			case <-gctx.Done():
@@ -282,7 +287,9 @@ func (d *decoder) decodeJSONL(ctx context.Context, r io.Reader, emit emitFunc) e
 			default:
 			}
 		}
-		return nil
+		// The reader stops at a cancel, and the blocks may end before
+		// the file: the caller's cancel is an error, never an end.
+		return parent.Err()
 	}()
 	cancel()
 	for range ordered { // let the reader see the cancel and close
