@@ -1043,7 +1043,7 @@ func (pw *ParquetWriter) FlushRowGroup() error {
 // run pass the same codecs, so that each column's compression level is
 // learnt once; nil learns it afresh for this file.
 func NewParquetWriter(schema Schema, codecs *Codecs) (*ParquetWriter, error) {
-	ps, enc, err := parquetFields(schema, nil, codecs)
+	ps, enc, err := parquetFields(schema, nil, codecs.For)
 	if err != nil {
 		return nil, fmt.Errorf("parquet writer: %w", err)
 	}

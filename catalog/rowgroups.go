@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress"
 )
 
 // This file exports what a column-wise rewrite of Parquet files (compaction)
@@ -105,16 +106,22 @@ func NoPanic(fn func() error) error { return noPanic(fn) }
 // until the writer gives up on it. plain may be shorter than the schema.
 // Its columns compress with codecs' (see NewParquetWriter).
 func ParquetSchemaPlain(schema Schema, plain []bool, codecs *Codecs) (*parquet.Schema, error) {
-	ps, _, err := parquetFields(schema, plain, codecs)
+	return ParquetSchemaCodecs(schema, plain, codecs.For)
+}
+
+// ParquetSchemaCodecs is ParquetSchemaPlain with each column's codec
+// given by codec, called once per column with its name.
+func ParquetSchemaCodecs(schema Schema, plain []bool, codec func(column string) compress.Codec) (*parquet.Schema, error) {
+	ps, _, err := parquetFields(schema, plain, codec)
 	if err != nil {
 		return nil, fmt.Errorf("parquet schema: %w", err)
 	}
 	return ps, nil
 }
 
-// parquetFields builds ParquetSchemaPlain's schema and, for each column,
+// parquetFields builds ParquetSchemaCodecs's schema and, for each column,
 // the encoder of its Go values (see ParquetWriter).
-func parquetFields(schema Schema, plain []bool, codecs *Codecs) (*parquet.Schema, []func(any) (parquet.Value, error), error) {
+func parquetFields(schema Schema, plain []bool, codec func(column string) compress.Codec) (*parquet.Schema, []func(any) (parquet.Value, error), error) {
 	if len(schema.Columns) == 0 {
 		return nil, nil, errors.New("the schema has no columns")
 	}
@@ -128,7 +135,7 @@ func parquetFields(schema Schema, plain []bool, codecs *Codecs) (*parquet.Schema
 		if i < len(plain) && plain[i] {
 			n = parquet.Encoded(n, &parquet.Plain)
 		}
-		fields[i] = &namedField{Node: parquet.Compressed(n, codecs.For(c.Name)), name: c.Name}
+		fields[i] = &namedField{Node: parquet.Compressed(n, codec(c.Name)), name: c.Name}
 		enc[i] = e
 	}
 	return parquet.NewSchema("sluice", fields), enc, nil

@@ -89,6 +89,9 @@ type Result struct {
 	FilesIn, FilesOut int
 	BytesIn, BytesOut int64
 	Rows              int64
+	// PagesReused counts the output pages of the committed partitions
+	// stored as their input's compressed bytes (RewriteResult).
+	PagesReused int
 	// Versions are the versions committed, in order.
 	Versions []int64
 	// Failed are partitions whose rewrite failed (an incompatible or
@@ -194,6 +197,7 @@ func Run(ctx context.Context, t Table, o Options) (Result, error) {
 		outputs []catalog.DataFile
 		inputs  []catalog.DataFile
 		rows    int64
+		reused  int
 		err     error
 	}
 	var (
@@ -252,6 +256,7 @@ func Run(ctx context.Context, t Table, o Options) (Result, error) {
 			res.FilesIn += len(s.inputs)
 			res.FilesOut += len(s.outputs)
 			res.Rows += s.rows
+			res.PagesReused += s.reused
 			for _, f := range s.inputs {
 				res.BytesIn += f.Bytes
 			}
@@ -293,6 +298,7 @@ func Run(ctx context.Context, t Table, o Options) (Result, error) {
 				s.outputs = append(s.outputs, rr.Outputs...)
 				s.inputs = append(s.inputs, b.Inputs...)
 				s.rows += rr.RowsIn
+				s.reused += rr.PagesReused
 			} else {
 				deleteOutputs(context.WithoutCancel(ctx), t.Store(), rr.Outputs)
 			}

@@ -13,6 +13,7 @@ import (
 	"os"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress"
 	"github.com/parquet-go/parquet-go/encoding"
 	"github.com/parquet-go/parquet-go/format"
 	"golang.org/x/sync/errgroup"
@@ -132,6 +133,9 @@ type RewriteResult struct {
 	// RowsIn and RowsOut are the rows read and written (equal: verified);
 	// BytesIn and BytesOut the bytes of the input and output files.
 	RowsIn, RowsOut, BytesIn, BytesOut int64
+	// PagesReused counts the output pages stored as their input's
+	// compressed bytes rather than compressed again (see reusingCodec).
+	PagesReused int
 }
 
 // Rewrite streams the rows of inputs (data files of one partition of a
@@ -155,16 +159,19 @@ func Rewrite(ctx context.Context, open Opener, out cloud.Store, schema catalog.S
 		return RewriteResult{}, err
 	}
 	o = o.withDefaults()
-	ps, err := catalog.ParquetSchemaPlain(schema, nil, o.Codecs)
+	rw := &rewriter{
+		ctx: ctx, out: out, schema: schema, partition: partition, o: o,
+		nulls:  make([]int64, len(schema.Columns)),
+		codecs: map[string]*reusingCodec{},
+	}
+	for _, c := range schema.Columns {
+		rw.codecs[c.Name] = &reusingCodec{Codec: o.Codecs.For(c.Name)}
+	}
+	ps, err := rw.parquetSchema(nil)
 	if err != nil {
 		return RewriteResult{}, err
 	}
-	rw := &rewriter{
-		ctx: ctx, out: out, schema: schema, ps: ps, partition: partition, o: o,
-		hashers: tableHashers(ps, schema),
-		leaves:  ps.Fields(),
-		nulls:   make([]int64, len(schema.Columns)),
-	}
+	rw.ps, rw.hashers, rw.leaves = ps, tableHashers(ps, schema), ps.Fields()
 	if len(inputs) > 0 {
 		rw.partValues = inputs[0].PartitionValues
 	}
@@ -195,7 +202,17 @@ func Rewrite(ctx context.Context, open Opener, out cloud.Store, schema catalog.S
 	if err := rw.verify(); err != nil {
 		return RewriteResult{}, err
 	}
+	for _, c := range rw.codecs {
+		rw.res.PagesReused += c.reused
+	}
 	return rw.res, nil
+}
+
+// parquetSchema is the output files' schema, string columns PLAIN where
+// plain says so, every column compressed by its reusingCodec.
+func (rw *rewriter) parquetSchema(plain []bool) (*parquet.Schema, error) {
+	rw.plain = plain
+	return catalog.ParquetSchemaCodecs(rw.schema, plain, func(name string) compress.Codec { return rw.codecs[name] })
 }
 
 // rewriter is the state of one Rewrite.
@@ -233,13 +250,20 @@ type rewriter struct {
 	ph              pageHashes // hashes of the inputs' typed page values
 	res             RewriteResult
 	encodingsChosen bool
+	plain           []bool // string columns written PLAIN (parquetSchema)
 	vals            []parquet.Value
+
+	// codecs are the output columns' codecs by name; scratch holds the
+	// uncompressed bytes of the page one of them expects.
+	codecs  map[string]*reusingCodec
+	scratch []byte
 }
 
 // prefetched is one input file, fetched ahead of its decoding.
 type prefetched struct {
 	f    catalog.DataFile
 	r    io.ReaderAt
+	data []byte // the whole file, when fetched into memory
 	size int64
 	held int64 // memory semaphore weight to release when done
 	err  error
@@ -298,7 +322,7 @@ func (rw *rewriter) run(inputs []catalog.DataFile, open Opener) error {
 						p.err = fmt.Errorf("read %s: %w", f.Path, err)
 						return nil
 					}
-					p.r = bytes.NewReader(b)
+					p.r, p.data = bytes.NewReader(b), b
 				}
 				return nil
 			})
@@ -324,7 +348,7 @@ func (rw *rewriter) run(inputs []catalog.DataFile, open Opener) error {
 		// Once its fetch has ended (cut short by the cancel after a
 		// failure), p is this goroutine's alone.
 		<-p.done
-		p.r = nil
+		p.r, p.data = nil, nil
 		sem.Release(p.held)
 	}
 	_ = g.Wait()
@@ -345,6 +369,10 @@ type colPlan struct {
 	// (pageHashes), whose definition level of a non-null value is maxDef.
 	pageHash bool
 	maxDef   byte
+	// reuse: the column's input pages may be stored as read (see
+	// reusingCodec): the values go unconverted, with their levels as
+	// read, to a PLAIN output column.
+	reuse bool
 }
 
 // copyFile decodes one input file into the output, a row group at a time.
@@ -387,6 +415,7 @@ func (rw *rewriter) copyFile(p *prefetched) error {
 			if col := leafCols[c.Leaf]; conv == nil && col != nil && rw.ph.covers(col, rw.hashers[j]) {
 				pl.pageHash, pl.maxDef = true, byte(col.MaxDefinitionLevel())
 			}
+			pl.reuse = p.data != nil && pl.pageHash && int(pl.maxDef) == pl.def && !pl.relevel
 		}
 		plans[j] = pl
 	}
@@ -411,11 +440,18 @@ func (rw *rewriter) copyFile(p *prefetched) error {
 			any = any || plain[j]
 		}
 		if any && rw.w == nil {
-			ps, err := catalog.ParquetSchemaPlain(rw.schema, plain, rw.o.Codecs)
+			ps, err := rw.parquetSchema(plain)
 			if err != nil {
 				return err
 			}
 			rw.ps = ps
+		}
+	}
+	for j := range plans {
+		// A string column's pages are reused only where it is written
+		// PLAIN; no other kind is written with a dictionary.
+		if rw.leaves[j].Type().Kind() == parquet.ByteArray && (j >= len(rw.plain) || !rw.plain[j]) {
+			plans[j].reuse = false
 		}
 	}
 	rw.res.BytesIn += p.size
@@ -436,7 +472,11 @@ func (rw *rewriter) copyFile(p *prefetched) error {
 		if err := rw.startRowGroup(compressed); err != nil {
 			return err
 		}
-		if err := catalog.NoPanic(func() error { return rw.copyRowGroup(key, rg, plans) }); err != nil {
+		var metas []format.ColumnChunk
+		if g < len(md.RowGroups) {
+			metas = md.RowGroups[g].Columns
+		}
+		if err := catalog.NoPanic(func() error { return rw.copyRowGroup(key, rg, plans, p.data, metas) }); err != nil {
 			return err
 		}
 		rw.inBytes += compressed
@@ -489,7 +529,9 @@ func (rw *rewriter) flushRowGroup() error {
 
 // copyRowGroup decodes every column of one input row group, converts,
 // checks and hashes its values and writes them to the output columns.
-func (rw *rewriter) copyRowGroup(key string, rg parquet.RowGroup, plans []colPlan) error {
+// data is the whole input file when it was fetched into memory (else
+// nil), metas the row group's column chunks as its footer describes them.
+func (rw *rewriter) copyRowGroup(key string, rg parquet.RowGroup, plans []colPlan, data []byte, metas []format.ColumnChunk) error {
 	n := int(rg.NumRows())
 	chunks := rg.ColumnChunks()
 	writers := rw.w.ColumnWriters()
@@ -516,7 +558,11 @@ func (rw *rewriter) copyRowGroup(key string, rg parquet.RowGroup, plans []colPla
 		}
 		k := rw.leaves[j].Type().Kind()
 		isBytes := k == parquet.ByteArray || k == parquet.FixedLenByteArray
-		off, size, err := rw.copyChunk(key, j, pl, chunks[pl.leaf], n, isBytes, cw)
+		var raws []rawPage
+		if pl.reuse && pl.leaf < len(metas) {
+			raws = reusablePages(data, &metas[pl.leaf].MetaData, int(pl.maxDef))
+		}
+		off, size, err := rw.copyChunk(key, j, pl, chunks[pl.leaf], n, isBytes, cw, raws)
 		if err != nil {
 			return err
 		}
@@ -533,15 +579,18 @@ func (rw *rewriter) copyRowGroup(key string, rg parquet.RowGroup, plans []colPla
 
 // copyChunk decodes one input column chunk (table column j of a row group
 // of n rows), page by page: it converts, checks and hashes the values and
-// writes them to cw. It returns how many values it read and, for a byte
-// array column, their bytes.
-func (rw *rewriter) copyChunk(key string, j int, pl *colPlan, chunk parquet.ColumnChunk, n int, isBytes bool, cw *parquet.ColumnWriter) (off int, size int64, err error) {
+// writes them to cw. raws, when not nil, are the chunk's data pages as
+// stored, which may be reused (see reusingCodec). It returns how many
+// values it read and, for a byte array column, their bytes.
+func (rw *rewriter) copyChunk(key string, j int, pl *colPlan, chunk parquet.ColumnChunk, n int, isBytes bool, cw *parquet.ColumnWriter, raws []rawPage) (off int, size int64, err error) {
 	name := rw.schema.Columns[j].Name
 	pages := chunk.Pages()
 	defer pages.Close()
 	rw.ph.dict = nil // a chunk's dictionary is its own
 	salt, null := columnSalt(j), nullHash(j)
-	for {
+	codec := rw.codecs[name]
+	defer codec.done()
+	for i := 0; ; i++ {
 		p, perr := pages.ReadPage()
 		if perr != nil {
 			if errors.Is(perr, io.EOF) {
@@ -549,8 +598,24 @@ func (rw *rewriter) copyChunk(key string, j int, pl *colPlan, chunk parquet.Colu
 			}
 			return off, size, fmt.Errorf("%s: column %q: %w: %v", key, name, catalog.ErrCorruptFile, perr)
 		}
+		// A page that may be reused is written as a page of its own:
+		// what the column holds is flushed before it, and it after.
+		reuse := i < len(raws) && int64(raws[i].values) == p.NumValues() && p.NumNulls() == 0 &&
+			codec.accepts(len(raws[i].body), raws[i].uncompressed)
+		if reuse {
+			if err := cw.Flush(); err != nil {
+				return off, size, fmt.Errorf("%s: column %q: write: %w", key, name, err)
+			}
+			reuse = expectPage(codec, raws[i], &rw.scratch)
+		}
 		m, psize, err := rw.copyPage(key, j, pl, p, off, n, isBytes, cw, salt, null)
 		parquet.Release(p)
+		if err == nil && reuse {
+			if err = cw.Flush(); err != nil {
+				err = fmt.Errorf("%s: column %q: write: %w", key, name, err)
+			}
+			codec.done()
+		}
 		if err != nil {
 			return off, size, err
 		}
@@ -871,7 +936,9 @@ func (rw *rewriter) openFile() error {
 	rw.tmp = tmp
 	rw.buf = bufio.NewWriterSize(tmp, 1<<20)
 	rw.cw = &countingWriter{w: rw.buf}
-	opts := append(catalog.ParquetWriterOptions(), rw.ps)
+	// Version 1 data pages, whose compressed bytes hold the levels and
+	// values as the inputs' do, so that a page may be reused whole.
+	opts := append(catalog.ParquetWriterOptions(), rw.ps, parquet.DataPageVersion(1))
 	rw.w = parquet.NewGenericWriter[any](rw.cw, opts...)
 	rw.rgBytes, rw.inBytes, rw.flushedInBytes, rw.fileRows = 0, 0, 0, 0
 	if rw.ratio == 0 {
