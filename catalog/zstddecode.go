@@ -1,7 +1,11 @@
 package catalog
 
 import (
+	"bytes"
 	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
 	_ "unsafe" // go:linkname
 
 	ddzstd "github.com/DataDog/zstd"
@@ -35,10 +39,19 @@ func (cZstd) Encode(dst, src []byte) ([]byte, error) {
 }
 
 // Decode decompresses one page. dst, when its capacity holds the page's
-// uncompressed size (parquet-go passes such a buffer), is reused.
+// uncompressed size (parquet-go passes such a buffer), is reused. A page
+// primed with PrimeZstdPage is copied, not decompressed.
 func (cZstd) Decode(dst, src []byte) ([]byte, error) {
 	if len(src) == 0 {
 		return dst[:0], nil
+	}
+	if u, ok := primedPage(src); ok {
+		if cap(dst) >= len(u) {
+			dst = dst[:len(u)]
+			copy(dst, u)
+			return dst, nil
+		}
+		return append(dst[:0], u...), nil
 	}
 	zc := zstdCtxs.Get().(ddzstd.Ctx) // a context both compresses and decompresses
 	out, err := zc.Decompress(dst[:cap(dst)], src)
@@ -47,4 +60,56 @@ func (cZstd) Decode(dst, src []byte) ([]byte, error) {
 		return dst[:0], fmt.Errorf("zstd: %w", err)
 	}
 	return out, nil
+}
+
+// Pages whose decompressed bytes a caller already holds, primed for the
+// read that is about to ask for them (see PrimeZstdPage). A compaction
+// decompresses an input page itself to compare it with what it writes
+// (compact's reusingCodec); parquet-go then reads the same page, and this
+// spares it a second decompression. Few pages are primed at a time (one
+// per rewrite running), so a list and a byte comparison find them.
+var primed struct {
+	n     atomic.Int32 // len(pages), read without the lock
+	mu    sync.Mutex
+	pages []primedZstd
+}
+
+type primedZstd struct{ compressed, uncompressed []byte }
+
+// PrimeZstdPage tells the zstd decoder that compressed decompresses to
+// uncompressed: until done is called, decoding those exact bytes copies
+// uncompressed instead of decompressing. The caller must have decompressed
+// compressed itself (with zstd) to get uncompressed, and must not change
+// either until done.
+func PrimeZstdPage(compressed, uncompressed []byte) (done func()) {
+	primed.mu.Lock()
+	primed.pages = append(primed.pages, primedZstd{compressed, uncompressed})
+	primed.n.Store(int32(len(primed.pages)))
+	primed.mu.Unlock()
+	return func() {
+		primed.mu.Lock()
+		defer primed.mu.Unlock()
+		for i, p := range primed.pages {
+			if len(p.compressed) > 0 && len(compressed) > 0 && &p.compressed[0] == &compressed[0] && len(p.compressed) == len(compressed) {
+				primed.pages = slices.Delete(primed.pages, i, i+1)
+				break
+			}
+		}
+		primed.n.Store(int32(len(primed.pages)))
+	}
+}
+
+// primedPage returns the decompressed bytes of src if they were primed.
+func primedPage(src []byte) ([]byte, bool) {
+	if primed.n.Load() == 0 {
+		return nil, false
+	}
+	primed.mu.Lock()
+	defer primed.mu.Unlock()
+	for _, p := range primed.pages {
+		if bytes.Equal(p.compressed, src) {
+			return p.uncompressed, true
+		}
+	}
+	return nil, false
 }

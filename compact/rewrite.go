@@ -591,22 +591,36 @@ func (rw *rewriter) copyChunk(key string, j int, pl *colPlan, chunk parquet.Colu
 	codec := rw.codecs[name]
 	defer codec.done()
 	for i := 0; ; i++ {
-		p, perr := pages.ReadPage()
-		if perr != nil {
-			if errors.Is(perr, io.EOF) {
-				return off, size, nil
-			}
-			return off, size, fmt.Errorf("%s: column %q: %w: %v", key, name, catalog.ErrCorruptFile, perr)
-		}
 		// A page that may be reused is written as a page of its own:
-		// what the column holds is flushed before it, and it after.
-		reuse := i < len(raws) && int64(raws[i].values) == p.NumValues() && p.NumNulls() == 0 &&
-			codec.accepts(len(raws[i].body), raws[i].uncompressed)
+		// what the column holds is flushed before it, and it after. Its
+		// bytes, decompressed here to compare them with what the writer
+		// makes of them, are primed for parquet-go's read of the page,
+		// which then copies them instead of decompressing again.
+		reuse := i < len(raws) && codec.accepts(len(raws[i].body), raws[i].uncompressed)
 		if reuse {
 			if err := cw.Flush(); err != nil {
 				return off, size, fmt.Errorf("%s: column %q: write: %w", key, name, err)
 			}
 			reuse = expectPage(codec, raws[i], &rw.scratch)
+		}
+		var p parquet.Page
+		var perr error
+		if reuse {
+			release := catalog.PrimeZstdPage(raws[i].body, rw.scratch)
+			p, perr = pages.ReadPage()
+			release()
+			if perr == nil && p.NumValues() != int64(raws[i].values) {
+				codec.done() // not the page expected: no reuse
+				reuse = false
+			}
+		} else {
+			p, perr = pages.ReadPage()
+		}
+		if perr != nil {
+			if errors.Is(perr, io.EOF) {
+				return off, size, nil
+			}
+			return off, size, fmt.Errorf("%s: column %q: %w: %v", key, name, catalog.ErrCorruptFile, perr)
 		}
 		m, psize, err := rw.copyPage(key, j, pl, p, off, n, isBytes, cw, salt, null)
 		parquet.Release(p)
