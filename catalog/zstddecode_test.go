@@ -37,3 +37,36 @@ func TestParquetReadsZstdWithC(t *testing.T) {
 		t.Fatal("garbage decoded without error")
 	}
 }
+
+// A primed page is copied from the bytes given, in place in a buffer
+// large enough; only those exact compressed bytes are, and only until
+// done. (The primed bytes here differ from the real ones so that a copy
+// shows; a caller primes the page's true bytes.)
+func TestPrimedZstdPageIsCopiedUntilDone(t *testing.T) {
+	src := bytes.Repeat([]byte("sluice compacts small files; "), 1000)
+	frame, err := cZstd{}.Encode(nil, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := cZstd{}.Encode(nil, src[:len(src)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	marked := bytes.ToUpper(src)
+	done := PrimeZstdPage(frame, marked)
+	dst := make([]byte, len(src))
+	out, err := parquet.LookupCompressionCodec(format.Zstd).Decode(dst, frame)
+	if err != nil || !bytes.Equal(out, marked) || &out[0] != &dst[0] {
+		t.Fatalf("primed page: %d bytes, err %v, in place %v", len(out), err, len(out) > 0 && &out[0] == &dst[0])
+	}
+	if out, err := (cZstd{}).Decode(nil, bytes.Clone(frame)); err != nil || !bytes.Equal(out, marked) {
+		t.Fatalf("primed page from other memory: err %v", err)
+	}
+	if out, err := (cZstd{}).Decode(nil, other); err != nil || !bytes.Equal(out, src[:len(src)-1]) {
+		t.Fatalf("a page not primed: err %v", err)
+	}
+	done()
+	if out, err := (cZstd{}).Decode(nil, frame); err != nil || !bytes.Equal(out, src) {
+		t.Fatalf("after done: err %v", err)
+	}
+}
