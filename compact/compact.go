@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -270,7 +271,12 @@ func Run(ctx context.Context, t Table, o Options) (Result, error) {
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(o.Workers)
-	for _, b := range bins {
+	// The largest bins first: the workers then end on small ones and
+	// finish nearly together, where in plan order one worker could be
+	// left alone with a large last bin while the others idle.
+	sched := slices.Clone(bins)
+	slices.SortStableFunc(sched, func(a, b Bin) int { return cmp.Compare(b.Bytes, a.Bytes) })
+	for _, b := range sched {
 		g.Go(func() error {
 			mu.Lock()
 			failed := state[b.Partition].err != nil

@@ -272,3 +272,56 @@ func TestCompactionBesideConcurrentAppends(t *testing.T) {
 		}
 	}
 }
+
+// Bins are rewritten largest first, so that workers end on small ones
+// and finish together: with one worker, the first progress report is the
+// largest partition's bytes, and every partition is still compacted.
+func TestLargestBinsAreRewrittenFirst(t *testing.T) {
+	ctx := context.Background()
+	tbl, err := catalog.Open(ctx, t.TempDir(), catalog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, _ := catalog.ParsePartitionSpec("day(event_time)", schema)
+	m, err := tbl.Create(ctx, schema, spec, nil, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	day0 := time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
+	perDay := []int{100, 900, 400} // the second day is the largest
+	k := 0
+	for a := range 6 {
+		var rows [][]any
+		for d, n := range perDay {
+			rows = append(rows, rowsFor(day0.AddDate(0, 0, d), k, n)...)
+			k += n
+		}
+		files, err := tbl.WriteFiles(ctx, m, rows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tbl.Commit(ctx, catalog.Change{Operation: "append", RunID: fmt.Sprint("a", a), Add: files, DataChange: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plan, err := compact.Run(ctx, tbl, compact.Options{Plan: compact.PlanOptions{IncludeCurrent: true}, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var largest int64
+	for _, b := range plan.Plan.Bins() {
+		largest = max(largest, b.Bytes)
+	}
+	var reports []int64
+	res, err := compact.Run(ctx, tbl, compact.Options{Plan: compact.PlanOptions{IncludeCurrent: true}, Workers: 1,
+		Progress: func(done, _ int64) { reports = append(reports, done) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Partitions != 3 || len(reports) != 3 {
+		t.Fatalf("%d partitions compacted, %d progress reports; want 3 and 3", res.Partitions, len(reports))
+	}
+	if reports[0] != largest {
+		t.Fatalf("first bin done: %d bytes; the largest bin holds %d (reports %v)", reports[0], largest, reports)
+	}
+}
