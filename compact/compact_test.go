@@ -51,6 +51,17 @@ func rowsFor(day time.Time, base, n int) [][]any {
 // files, one commit per append round, as a streaming writer would.
 func smallFileTable(t testing.TB, loc string, days, appends, rowsPerFile int) *catalog.Table {
 	t.Helper()
+	perDay := make([]int, days)
+	for d := range perDay {
+		perDay[d] = rowsPerFile
+	}
+	return dailyTable(t, loc, perDay, appends)
+}
+
+// dailyTable makes a table of one partition per element of perDay, each
+// with appends files of that many rows, one commit per append round.
+func dailyTable(t testing.TB, loc string, perDay []int, appends int) *catalog.Table {
+	t.Helper()
 	ctx := context.Background()
 	tbl, err := catalog.Open(ctx, loc, catalog.Options{})
 	if err != nil {
@@ -65,9 +76,9 @@ func smallFileTable(t testing.TB, loc string, days, appends, rowsPerFile int) *c
 	k := 0
 	for a := range appends {
 		var rows [][]any
-		for d := range days {
-			rows = append(rows, rowsFor(day0.AddDate(0, 0, d), k, rowsPerFile)...)
-			k += rowsPerFile
+		for d, n := range perDay {
+			rows = append(rows, rowsFor(day0.AddDate(0, 0, d), k, n)...)
+			k += n
 		}
 		files, err := tbl.WriteFiles(ctx, m, rows)
 		if err != nil {
@@ -278,32 +289,7 @@ func TestCompactionBesideConcurrentAppends(t *testing.T) {
 // largest partition's bytes, and every partition is still compacted.
 func TestLargestBinsAreRewrittenFirst(t *testing.T) {
 	ctx := context.Background()
-	tbl, err := catalog.Open(ctx, t.TempDir(), catalog.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, _ := catalog.ParsePartitionSpec("day(event_time)", schema)
-	m, err := tbl.Create(ctx, schema, spec, nil, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	day0 := time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
-	perDay := []int{100, 900, 400} // the second day is the largest
-	k := 0
-	for a := range 6 {
-		var rows [][]any
-		for d, n := range perDay {
-			rows = append(rows, rowsFor(day0.AddDate(0, 0, d), k, n)...)
-			k += n
-		}
-		files, err := tbl.WriteFiles(ctx, m, rows)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tbl.Commit(ctx, catalog.Change{Operation: "append", RunID: fmt.Sprint("a", a), Add: files, DataChange: true}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	tbl := dailyTable(t, t.TempDir(), []int{100, 900, 400}, 6) // the second day is the largest
 	plan, err := compact.Run(ctx, tbl, compact.Options{Plan: compact.PlanOptions{IncludeCurrent: true}, DryRun: true})
 	if err != nil {
 		t.Fatal(err)
