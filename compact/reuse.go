@@ -31,6 +31,7 @@ type reusingCodec struct {
 	want           []byte // the expected page's uncompressed bytes
 	body           []byte // and its compressed bytes; nil: no page expected
 	reused         int    // pages stored from their input's bytes
+	scratch        []byte // want's buffer (expectPage)
 	// in and out are the bytes of the pages this codec compressed, before
 	// and after: the ratio a reused page is held to.
 	in, out int64
@@ -134,19 +135,30 @@ func reusablePages(data []byte, meta *format.ColumnMetaData, maxDef int) []rawPa
 	return pages
 }
 
-// expectPage prepares codec for page, whose uncompressed bytes it
-// decompresses into *scratch. It reports false, preparing nothing, for a
-// page that does not decompress to its stated size: parquet-go reports
-// that page as it reads it.
-func expectPage(codec *reusingCodec, page rawPage, scratch *[]byte) bool {
-	if cap(*scratch) < page.uncompressed {
-		*scratch = make([]byte, page.uncompressed)
+// expectPage prepares the codec for page, whose uncompressed bytes it
+// decompresses into its own scratch buffer, so that what it expects can
+// never be another column's bytes. It reports false, preparing nothing,
+// for a page that does not decompress to its stated size: parquet-go
+// reports that page as it reads it.
+func (c *reusingCodec) expectPage(page rawPage) bool {
+	if cap(c.scratch) < page.uncompressed {
+		c.scratch = make([]byte, page.uncompressed)
 	}
-	u, err := parquet.LookupCompressionCodec(format.Zstd).Decode((*scratch)[:page.uncompressed], page.body)
+	u, err := parquet.LookupCompressionCodec(format.Zstd).Decode(c.scratch[:page.uncompressed], page.body)
 	if err != nil || len(u) != page.uncompressed {
 		return false
 	}
-	*scratch = u
-	codec.expect(u, page.body)
+	c.scratch = u
+	c.expect(u, page.body)
 	return true
+}
+
+// writesPlain reports whether a writer encodes the values of column f
+// PLAIN: its node says so, or says nothing and parquet-go's default for
+// its kind is PLAIN (for byte arrays it is DELTA_LENGTH_BYTE_ARRAY).
+func writesPlain(f parquet.Field) bool {
+	if e := f.Encoding(); e != nil {
+		return e.Encoding() == format.Plain
+	}
+	return f.Type().Kind() != parquet.ByteArray
 }

@@ -211,7 +211,6 @@ func Rewrite(ctx context.Context, open Opener, out cloud.Store, schema catalog.S
 // parquetSchema is the output files' schema, string columns PLAIN where
 // plain says so, every column compressed by its reusingCodec.
 func (rw *rewriter) parquetSchema(plain []bool) (*parquet.Schema, error) {
-	rw.plain = plain
 	return catalog.ParquetSchemaCodecs(rw.schema, plain, func(name string) compress.Codec { return rw.codecs[name] })
 }
 
@@ -250,13 +249,10 @@ type rewriter struct {
 	ph              pageHashes // hashes of the inputs' typed page values
 	res             RewriteResult
 	encodingsChosen bool
-	plain           []bool // string columns written PLAIN (parquetSchema)
 	vals            []parquet.Value
 
-	// codecs are the output columns' codecs by name; scratch holds the
-	// uncompressed bytes of the page one of them expects.
-	codecs  map[string]*reusingCodec
-	scratch []byte
+	// codecs are the output columns' codecs by name.
+	codecs map[string]*reusingCodec
 }
 
 // prefetched is one input file, fetched ahead of its decoding.
@@ -447,12 +443,9 @@ func (rw *rewriter) copyFile(p *prefetched) error {
 			rw.ps = ps
 		}
 	}
-	for j := range plans {
-		// A string column's pages are reused only where it is written
-		// PLAIN; no other kind is written with a dictionary.
-		if rw.leaves[j].Type().Kind() == parquet.ByteArray && (j >= len(rw.plain) || !rw.plain[j]) {
-			plans[j].reuse = false
-		}
+	// Pages are reused only into a column the output writes PLAIN.
+	for j, f := range rw.ps.Fields() {
+		plans[j].reuse = plans[j].reuse && writesPlain(f)
 	}
 	rw.res.BytesIn += p.size
 	for g, rg := range f.RowGroups() {
@@ -601,12 +594,12 @@ func (rw *rewriter) copyChunk(key string, j int, pl *colPlan, chunk parquet.Colu
 			if err := cw.Flush(); err != nil {
 				return off, size, fmt.Errorf("%s: column %q: write: %w", key, name, err)
 			}
-			reuse = expectPage(codec, raws[i], &rw.scratch)
+			reuse = codec.expectPage(raws[i])
 		}
 		var p parquet.Page
 		var perr error
 		if reuse {
-			release := catalog.PrimeZstdPage(raws[i].body, rw.scratch)
+			release := catalog.PrimeZstdPage(raws[i].body, codec.want)
 			p, perr = pages.ReadPage()
 			release()
 			if perr == nil && p.NumValues() != int64(raws[i].values) {
