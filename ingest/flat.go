@@ -70,7 +70,7 @@ func scanFlat(rec []byte, fn flatNames, fields []flatField) bool {
 			if !ok {
 				return false
 			}
-			col, end = findName(names, name, next), e
+			col, end = findName(names, name), e
 		}
 		i = skipWS(rec, end)
 		if i >= len(rec) || rec[i] != ':' {
@@ -171,11 +171,10 @@ func hasName(b []byte, start int, name string) bool {
 	return end < len(b) && b[end] == '"' && string(b[start:end]) == name
 }
 
-// findName returns the index of name in names, trying guess first, or -1.
-func findName(names []string, name []byte, guess int) int {
-	if guess < len(names) && names[guess] == string(name) {
-		return guess
-	}
+// findName returns the index of name in names, or -1. (The name expected
+// next was already compared in place: a name with a quote or backslash
+// never reaches here, as plainString refuses escapes.)
+func findName(names []string, name []byte) int {
 	for k, n := range names {
 		if n == string(name) {
 			return k
