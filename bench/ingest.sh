@@ -22,7 +22,9 @@
 # with its CPU seconds, and peak RSS over all rounds.
 # Checks sluice's table against DuckDB's output with tools/duckrows.mjs: row
 # counts always; checksums over the columns whose types match (sluice stores
-# uuid as VARCHAR and timestamp as TIMESTAMPTZ, DuckDB as UUID and TIMESTAMP).
+# uuid as VARCHAR and timestamp as TIMESTAMPTZ, DuckDB as UUID and TIMESTAMP),
+# and over the uuid columns against DuckDB's single-text run, which keeps
+# them as the text both read.
 # SLUICE_CPUPROFILE=FILE writes a CPU profile of the full-size sluice run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -104,6 +106,12 @@ if [ -n "$common" ]; then
   cd_=$(node tools/duckrows.mjs --columns "$common" "$OUT_DUCK-single/data_0.parquet" | json checksum)
   [ "$cs" = "$cd_" ] || { echo "checksums over $common differ: sluice $cs, duckdb $cd_" >&2; fail=1; }
 fi
+# The uuid columns against DuckDB's text copy of them: DuckDB reads
+# sluice's uuid texts back as the texts it read from the JSON.
+text_cols=event_id,subscriber_id
+ts=$("$DATA/sluice" files "$OUT_SLUICE" | node tools/duckrows.mjs --list - --columns "$text_cols" | json checksum)
+td=$(node tools/duckrows.mjs --columns "$text_cols" "$OUT_DUCK-single-text/data_0.parquet" | json checksum)
+[ "$ts" = "$td" ] || { echo "checksums over $text_cols differ: sluice $ts, duckdb single-text $td" >&2; fail=1; }
 
 mbs() { echo "$1 / $2 / 1000000" | bc -l; }
 printf '\n%s records, %s files, %s input bytes, %s CPUs, best of %s rounds\n' "$RECORDS" "$FILES" "$in_bytes" "$(nproc)" "$RUNS"
@@ -129,5 +137,6 @@ if [ -n "$common" ]; then
 else
   printf 'check: rows %s = %s; no column types match, checksums not compared\n' "$got" "$want"
 fi
+printf 'check: checksum over %s against duckdb single-text %s\n' "$text_cols" "$([ "$ts" = "$td" ] && echo equal || echo DIFFERS)"
 printf 'types: sluice %s\n       duckdb %s\n' "$(json columns < "$DATA/check-sluice.json")" "$(json columns < "$DATA/check-duck.json")"
 exit $fail

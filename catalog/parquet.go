@@ -991,7 +991,7 @@ func WriteParquet(ctx context.Context, st cloud.Store, key string, schema Schema
 //	              STRING column as text, while a FIXED_LEN_BYTE_ARRAY(16)
 //	              UUID column is raw bytes to many of them (Spark reads it as
 //	              binary); sluice's own readers map it back to uuid through
-//	              the table schema
+//	              the table schema. DELTA_LENGTH_BYTE_ARRAY, see uuidEncoding
 //	int32, int64  INT32, INT64
 //	float64       DOUBLE
 //	bool          BOOLEAN
@@ -1329,7 +1329,7 @@ func columnNode(c Column) (parquet.Node, func(any) (parquet.Value, error), error
 		enc = check(func(v any) parquet.Value { return parquet.ByteArrayValue(stringBytes(v.(string))) })
 	case KindUUID:
 		// Text, not FIXED_LEN_BYTE_ARRAY(16) UUID: see ParquetWriter.
-		n = parquet.Encoded(parquet.String(), &parquet.Plain)
+		n = parquet.Encoded(parquet.String(), uuidEncoding)
 		enc = check(func(v any) parquet.Value { return parquet.ByteArrayValue(stringBytes(v.(string))) })
 	case KindInt32:
 		n = parquet.Leaf(parquet.Int32Type)
@@ -1398,6 +1398,17 @@ func columnNode(c Column) (parquet.Node, func(any) (parquet.Value, error), error
 	}
 	return n, enc, nil
 }
+
+// uuidEncoding is the encoding of a uuid column's text:
+// DELTA_LENGTH_BYTE_ARRAY, which stores the lengths (all 36) apart, a few
+// bytes per page, and the texts one after the other. PLAIN puts a 4-byte
+// length before each text, and zstd level 1 then finds a short match in
+// almost every value: on a page of random UUIDs it compressed 155 MB/s to
+// 19.7 bytes a value, against 447 MB/s to 18.4 bytes for the texts alone.
+// That compression was 30% of an ingest's CPU (bench/ingest.sh). The
+// Parquet format prefers this encoding to PLAIN for byte arrays, and
+// DuckDB, Spark, Arrow and Trino read it.
+var uuidEncoding = &parquet.DeltaLengthByteArray
 
 // decimalBytes is the smallest number of bytes whose two's complement holds
 // every unscaled value of precision p (as Spark sizes its FIXED decimals).

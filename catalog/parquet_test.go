@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -1180,4 +1181,47 @@ func readPageHeader(t *testing.T, f io.ReaderAt, off int64) format.PageHeader {
 		t.Fatalf("page header at %d: %v", off, err)
 	}
 	return h
+}
+
+// A uuid column's texts are stored DELTA_LENGTH_BYTE_ARRAY (uuidEncoding),
+// by the writer and by a rewrite's schema even where the rewrite writes
+// its other text columns PLAIN, and read back as written.
+func TestUUIDColumnsAreDeltaLengthEncoded(t *testing.T) {
+	ctx := context.Background()
+	st := newTestStore(t)
+	schema := pqSchema(t, "u:uuid,name:string?")
+	var rows [][]any
+	for i := range 3000 {
+		rows = append(rows, []any{fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i*7919), fmt.Sprint("n", i%7)})
+	}
+	n, _, err := WriteParquet(ctx, st, "u.parquet", schema, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadParquetRows(ctx, st, "u.parquet", n, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, rows) {
+		t.Fatalf("read back %d rows that differ from the %d written", len(got), len(rows))
+	}
+	f, _, err := openParquet(ctx, st, "u.parquet", n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rg := range f.Metadata().RowGroups {
+		if enc := rg.Columns[0].MetaData.Encoding; !slices.Contains(enc, format.DeltaLengthByteArray) || slices.Contains(enc, format.Plain) {
+			t.Fatalf("the uuid column's encodings are %v, want DELTA_LENGTH_BYTE_ARRAY alone", enc)
+		}
+	}
+
+	ps, err := ParquetSchemaPlain(schema, []bool{true, true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []format.Encoding{format.DeltaLengthByteArray, format.Plain} {
+		if got := ps.Fields()[i].Encoding().Encoding(); got != want {
+			t.Errorf("a rewrite writes column %s as %v, want %v", ps.Fields()[i].Name(), got, want)
+		}
+	}
 }

@@ -103,7 +103,8 @@ func NoPanic(fn func() error) error { return noPanic(fn) }
 // ParquetSchemaPlain is ParquetSchema with the columns i for which plain[i]
 // holds written PLAIN rather than dictionary-encoded: for a column whose
 // values are mostly distinct (ids, hashes), a dictionary only costs time
-// until the writer gives up on it. plain may be shorter than the schema.
+// until the writer gives up on it. plain may be shorter than the schema,
+// and a uuid column keeps its own encoding (uuidEncoding).
 // Its columns compress with codecs' (see NewParquetWriter).
 func ParquetSchemaPlain(schema Schema, plain []bool, codecs *Codecs) (*parquet.Schema, error) {
 	return ParquetSchemaCodecs(schema, plain, codecs.For)
@@ -132,7 +133,8 @@ func parquetFields(schema Schema, plain []bool, codec func(column string) compre
 		if err != nil {
 			return nil, nil, fmt.Errorf("column %q: %w", c.Name, err)
 		}
-		if i < len(plain) && plain[i] {
+		// A uuid column never has a dictionary to give up on.
+		if i < len(plain) && plain[i] && c.Type.Kind != KindUUID {
 			n = parquet.Encoded(n, &parquet.Plain)
 		}
 		fields[i] = &namedField{Node: parquet.Compressed(n, codec(c.Name)), name: c.Name}
