@@ -34,13 +34,25 @@ type ParquetColumn struct {
 // names the file in errors. A file that is not Parquet, truncated or whose
 // footer does not decode fails with ErrCorruptFile.
 func OpenParquetFile(key string, r io.ReaderAt, size int64) (*parquet.File, error) {
+	return openParquetFile(key, r, size, false)
+}
+
+// OpenParquetFileWithIndex is OpenParquetFile that also reads the page
+// index, for a reader that seeks to rows (parquet.Pages.SeekToRow) past
+// pages it does not read: without the offset index, a seek reads every
+// page before the row.
+func OpenParquetFileWithIndex(key string, r io.ReaderAt, size int64) (*parquet.File, error) {
+	return openParquetFile(key, r, size, true)
+}
+
+func openParquetFile(key string, r io.ReaderAt, size int64, index bool) (*parquet.File, error) {
 	if size < parquetMinSize {
 		return nil, fmt.Errorf("%s: %w: %d bytes is too small (a Parquet file has at least %d)", key, ErrCorruptFile, size, parquetMinSize)
 	}
 	var f *parquet.File
 	err := noPanic(func() (err error) {
 		f, err = parquet.OpenFile(r, size,
-			parquet.SkipPageIndex(true),
+			parquet.SkipPageIndex(!index),
 			parquet.SkipBloomFilters(true),
 			parquet.ReadBufferSize(parquetReadBufferSize),
 		)

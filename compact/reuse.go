@@ -108,15 +108,13 @@ func reusablePages(data []byte, meta *format.ColumnMetaData, maxDef int) []rawPa
 	}
 	chunk := data[start : start+size]
 	var pages []rawPage
-	var proto thrift.CompactProtocol
 	values := int64(0)
 	for len(chunk) > 0 {
-		r := bytes.NewReader(chunk)
-		var h format.PageHeader
-		if err := thrift.NewDecoder(proto.NewReader(r)).Decode(&h); err != nil {
+		h, hn, err := readPageHeader(chunk)
+		if err != nil {
 			return nil
 		}
-		chunk = chunk[len(chunk)-r.Len():]
+		chunk = chunk[hn:]
 		n := int(h.CompressedPageSize)
 		if n < 0 || n > len(chunk) || h.Type != format.DataPage || !h.DataPageHeader.Valid {
 			return nil
@@ -133,6 +131,18 @@ func reusablePages(data []byte, meta *format.ColumnMetaData, maxDef int) []rawPa
 		return nil
 	}
 	return pages
+}
+
+// readPageHeader decodes the page header at the start of b and returns
+// it with its length in bytes.
+func readPageHeader(b []byte) (format.PageHeader, int, error) {
+	r := bytes.NewReader(b)
+	var h format.PageHeader
+	var proto thrift.CompactProtocol
+	if err := thrift.NewDecoder(proto.NewReader(r)).Decode(&h); err != nil {
+		return h, 0, err
+	}
+	return h, len(b) - r.Len(), nil
 }
 
 // expectPage prepares the codec for page, whose uncompressed bytes it

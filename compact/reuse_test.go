@@ -138,22 +138,8 @@ func writeV1File(t *testing.T, st cloud.Store, key string, schema catalog.Schema
 func TestRewriteReusesPlainPages(t *testing.T) {
 	ctx := context.Background()
 	st := tempStore(t)
-	schema := parseSchema(t, "id:int64?,name:string?,amount:float64?")
-	rng := rand.New(rand.NewPCG(5, 6))
-	var inputs []catalog.DataFile
-	const files, perFile = 24, 4000
-	for f := range files {
-		rows := make([][]any, perFile)
-		for i := range rows {
-			k := f*perFile + i
-			var amount any
-			if k%4 != 0 {
-				amount = float64(rng.IntN(100000)) / 100
-			}
-			rows[i] = []any{int64(k)*7919 + int64(rng.IntN(1000)), fmt.Sprintf("%x", rng.Uint64()), amount}
-		}
-		inputs = append(inputs, writeV1File(t, st, fmt.Sprintf("in-%02d.parquet", f), schema, rows))
-	}
+	const files = 24
+	schema, inputs := reusableInputs(t, st, files)
 	start := time.Now()
 	res, err := Rewrite(ctx, storeOpener(st), st, schema, "", inputs, RewriteOptions{})
 	if err != nil {
@@ -168,4 +154,28 @@ func TestRewriteReusesPlainPages(t *testing.T) {
 	if a, b := readRows(t, st, schema, inputs), readRows(t, st, schema, res.Outputs); !slices.Equal(a, b) {
 		t.Fatalf("rows differ: %d in, %d out", len(a), len(b))
 	}
+}
+
+// reusableInputs writes files input files of 4,000 rows each as DuckDB
+// writes them (writeV1File): an id and a hex name without NULLs, whose
+// pages a rewrite reuses, and an amount with NULLs.
+func reusableInputs(t *testing.T, st cloud.Store, files int) (catalog.Schema, []catalog.DataFile) {
+	t.Helper()
+	schema := parseSchema(t, "id:int64?,name:string?,amount:float64?")
+	rng := rand.New(rand.NewPCG(5, 6))
+	var inputs []catalog.DataFile
+	const perFile = 4000
+	for f := range files {
+		rows := make([][]any, perFile)
+		for i := range rows {
+			k := f*perFile + i
+			var amount any
+			if k%4 != 0 {
+				amount = float64(rng.IntN(100000)) / 100
+			}
+			rows[i] = []any{int64(k)*7919 + int64(rng.IntN(1000)), fmt.Sprintf("%x", rng.Uint64()), amount}
+		}
+		inputs = append(inputs, writeV1File(t, st, fmt.Sprintf("in-%02d.parquet", f), schema, rows))
+	}
+	return schema, inputs
 }

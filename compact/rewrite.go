@@ -163,6 +163,7 @@ func Rewrite(ctx context.Context, open Opener, out cloud.Store, schema catalog.S
 		ctx: ctx, out: out, schema: schema, partition: partition, o: o,
 		nulls:  make([]int64, len(schema.Columns)),
 		codecs: map[string]*reusingCodec{},
+		proof:  newReuseProof(len(schema.Columns)),
 	}
 	for _, c := range schema.Columns {
 		rw.codecs[c.Name] = &reusingCodec{Codec: o.Codecs.For(c.Name)}
@@ -253,6 +254,9 @@ type rewriter struct {
 
 	// codecs are the output columns' codecs by name.
 	codecs map[string]*reusingCodec
+	// proof holds what the read-back needs to prove the output file's
+	// reused pages by their bytes (see reuseProof).
+	proof *reuseProof
 }
 
 // prefetched is one input file, fetched ahead of its decoding.
@@ -618,8 +622,13 @@ func (rw *rewriter) copyChunk(key string, j int, pl *colPlan, chunk parquet.Colu
 		m, psize, err := rw.copyPage(key, j, pl, p, off, n, isBytes, cw, salt, null)
 		parquet.Release(p)
 		if err == nil && reuse {
+			before := codec.reused
 			if err = cw.Flush(); err != nil {
 				err = fmt.Errorf("%s: column %q: write: %w", key, name, err)
+			} else if codec.reused > before && len(rw.ph.vh) == m {
+				// Stored as read, and without NULLs: copyPage hashed
+				// its values into rw.ph.vh, one a row.
+				rw.proof.add(j, rw.fileRows+int64(off), rw.ph.vh, raws[i].body)
 			}
 			codec.done()
 		}
@@ -948,6 +957,7 @@ func (rw *rewriter) openFile() error {
 	opts := append(catalog.ParquetWriterOptions(), rw.ps, parquet.DataPageVersion(1))
 	rw.w = parquet.NewGenericWriter[any](rw.cw, opts...)
 	rw.rgBytes, rw.inBytes, rw.flushedInBytes, rw.fileRows = 0, 0, 0, 0
+	rw.proof.reset()
 	if rw.ratio == 0 {
 		rw.ratio = 1
 	}
@@ -986,6 +996,9 @@ func (rw *rewriter) closeFile() error {
 	// busy, so that PutFile's sync does not leave it idle.
 	cloud.StartWriteback(rw.tmp)
 	key := catalog.NewDataFilePath(rw.partition)
+	if readBackHook != nil {
+		readBackHook(rw.tmp, size, rw.proof)
+	}
 	stats, err := rw.readBack(key, rw.tmp, size)
 	if err != nil {
 		return err
@@ -1005,6 +1018,10 @@ func (rw *rewriter) closeFile() error {
 	return nil
 }
 
+// readBackHook, set by tests only, sees each output file, whole, and its
+// proof just before the read-back.
+var readBackHook func(f *os.File, size int64, proof *reuseProof)
+
 func clonePartValues(m map[string]*string) map[string]*string {
 	if m == nil {
 		return nil
@@ -1023,7 +1040,11 @@ func clonePartValues(m map[string]*string) map[string]*string {
 // readBack reads an output file as written and adds its rows to the
 // outputs' side of the verification; it returns the file's footer stats.
 func (rw *rewriter) readBack(key string, r io.ReaderAt, size int64) (catalog.FileStats, error) {
-	f, err := catalog.OpenParquetFile(key, r, size)
+	open := catalog.OpenParquetFile
+	if len(rw.proof.pages) > 0 {
+		open = catalog.OpenParquetFileWithIndex // to seek past proven pages
+	}
+	f, err := open(key, r, size)
 	if err != nil {
 		return catalog.FileStats{}, fmt.Errorf("rewrite: reading back %s: %w", key, err)
 	}
@@ -1034,7 +1055,7 @@ func (rw *rewriter) readBack(key string, r io.ReaderAt, size int64) (catalog.Fil
 	if got, want := fileSchema.Stored().String(), rw.schema.Stored().String(); got != want {
 		return catalog.FileStats{}, fmt.Errorf("rewrite: %s: %w: the output's schema is %s, the table's %s", key, ErrVerify, got, want)
 	}
-	sum, n, err := fileChecksum(rw.ctx, f, rw.hashers)
+	sum, n, err := fileChecksum(rw.ctx, f, rw.hashers, rw.proof, r)
 	if err != nil {
 		return catalog.FileStats{}, fmt.Errorf("rewrite: reading back %s: %w", key, err)
 	}
@@ -1079,13 +1100,24 @@ func (rw *rewriter) verify() error {
 // row that refers to them. Other columns (booleans, nested or repeated
 // ones, which a table never has) go through parquet-go's ReadValues.
 // Both hash every value exactly as rowHashes.mix does.
-func fileChecksum(ctx context.Context, f *parquet.File, hashers []valueHasher) (sum uint64, rows int64, err error) {
+//
+// proof, when it holds pages (the file must then have been opened with
+// its page index), proves those pages by their bytes, read through r,
+// instead of reading their values (see reuseProof); nil reads every page.
+func fileChecksum(ctx context.Context, f *parquet.File, hashers []valueHasher, proof *reuseProof, r io.ReaderAt) (sum uint64, rows int64, err error) {
 	var h rowHashes
 	var ph pageHashes
 	vals := make([]parquet.Value, 4096)
 	cols := f.Root().Columns()
+	var proven [][]reusedPage // by column, in row order, file rows
+	var scratch []byte
+	if proof != nil && len(proof.pages) > 0 {
+		proven = proof.byColumn(len(hashers))
+	}
+	offsets := f.OffsetIndexes()
 	err = catalog.NoPanic(func() error {
-		for _, rg := range f.RowGroups() {
+		var start int64 // the row group's first row in the file
+		for g, rg := range f.RowGroups() {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
@@ -1096,12 +1128,33 @@ func fileChecksum(ctx context.Context, f *parquet.File, hashers []valueHasher) (
 			}
 			h.begin(n)
 			for j, c := range chunks {
+				var cp *chunkProof
+				if proven != nil {
+					k := 0
+					for k < len(proven[j]) && proven[j][k].row < start+int64(n) {
+						k++
+					}
+					if k > 0 {
+						if i := g*len(chunks) + j; i < len(offsets) {
+							cp = &chunkProof{locs: offsets[i].PageLocations, r: r, buf: &scratch}
+						} else {
+							return fmt.Errorf("%w: column %d has reused pages but no offset index", ErrVerify, j)
+						}
+						for _, pg := range proven[j][:k] {
+							pg.row -= start
+							cp.pages = append(cp.pages, pg)
+						}
+						proven[j] = proven[j][k:]
+					}
+				}
 				var off int
 				var err error
 				if len(cols) == len(chunks) && ph.covers(cols[j], hashers[j]) {
-					off, err = ph.mixChunk(&h, j, c, n, hashers[j], byte(cols[j].MaxDefinitionLevel()))
-				} else {
+					off, err = ph.mixChunk(&h, j, c, n, hashers[j], byte(cols[j].MaxDefinitionLevel()), cp)
+				} else if cp == nil {
 					off, err = mixChunkValues(&h, j, c, n, hashers[j], vals)
+				} else {
+					err = fmt.Errorf("%w: column %d has reused pages but is not read page by page", ErrVerify, j)
 				}
 				if err != nil {
 					return err
@@ -1110,7 +1163,17 @@ func fileChecksum(ctx context.Context, f *parquet.File, hashers []valueHasher) (
 					return fmt.Errorf("%w: column %d holds %d values for %d rows", ErrVerify, j, off, n)
 				}
 			}
+			if proof != nil && len(proof.pages) > 0 {
+				// The proven values' terms of these rows' hashes.
+				proof.addShares(h.rows, start)
+			}
 			h.end()
+			start += int64(n)
+		}
+		for j, pages := range proven {
+			if len(pages) > 0 {
+				return fmt.Errorf("%w: column %d: a reused page at row %d is past the file's %d rows", ErrVerify, j, pages[0].row, start)
+			}
 		}
 		return nil
 	})
@@ -1163,19 +1226,48 @@ func (ph *pageHashes) covers(col *parquet.Column, hv valueHasher) bool {
 // mixChunk mixes the values of column chunk c (column j of a row group of
 // n rows, NULL where the definition level is below maxDef) into h; it
 // returns how many it read.
-func (ph *pageHashes) mixChunk(h *rowHashes, j int, c parquet.ColumnChunk, n int, hv valueHasher, maxDef byte) (int, error) {
+func (ph *pageHashes) mixChunk(h *rowHashes, j int, c parquet.ColumnChunk, n int, hv valueHasher, maxDef byte, cp *chunkProof) (int, error) {
 	pages := c.Pages()
 	defer pages.Close()
 	ph.dict = nil // a chunk's dictionary is its own
 	salt, null := columnSalt(j), nullHash(j)
 	off := 0
 	for {
+		if cp.at(off) {
+			pg, last, err := cp.skip()
+			if err != nil {
+				return off, fmt.Errorf("column %d: %w", j, err)
+			}
+			if off+pg.n > n {
+				return off, fmt.Errorf("%w: column %d holds more values than rows", ErrVerify, j)
+			}
+			// Its values' terms come with the proof (see reuseProof).
+			rows := h.rows[off : off+pg.n]
+			for i := range rows {
+				rows[i] = fold(rows[i], 0)
+			}
+			off += pg.n
+			if last {
+				return off, nil
+			}
+			if err := pages.SeekToRow(int64(off)); err != nil {
+				return off, err
+			}
+			continue
+		}
 		p, err := pages.ReadPage()
 		if err != nil {
 			if errors.Is(err, io.EOF) {
+				if cp != nil && len(cp.pages) > 0 {
+					return off, fmt.Errorf("%w: column %d ends at row %d, before the reused page written at row %d", ErrVerify, j, off, cp.pages[0].row)
+				}
 				return off, nil
 			}
 			return off, err
+		}
+		if cp.crosses(off, int(p.NumValues())) {
+			parquet.Release(p)
+			return off, fmt.Errorf("%w: column %d: a page at row %d runs into the reused page written at row %d", ErrVerify, j, off, cp.pages[0].row)
 		}
 		m, err := ph.mixPage(h, j, off, n, p, hv, maxDef, salt, null)
 		parquet.Release(p)

@@ -430,7 +430,7 @@ func fileSum(t *testing.T, st cloud.Store, schema catalog.Schema, f catalog.Data
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, _, err := fileChecksum(context.Background(), pf, tableHashers(ps, schema))
+	sum, _, err := fileChecksum(context.Background(), pf, tableHashers(ps, schema), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -557,7 +557,7 @@ func TestPageChecksumMatchesValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, n, err := fileChecksum(ctx, pf, hashers)
+	sum, n, err := fileChecksum(ctx, pf, hashers, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,199 @@
+package compact
+
+import (
+	"fmt"
+	"hash/maphash"
+	"io"
+	"slices"
+	"sort"
+
+	"github.com/parquet-go/parquet-go/format"
+)
+
+// A reused page (see reusingCodec) is stored as its input stored it, byte
+// for byte, and the rewrite has decoded and hashed its values already, on
+// the inputs' side. Reading it back would decompress and hash the same
+// bytes again, to the same hashes: with most pages reused, that was a fifth
+// of a rewrite's CPU. So the read-back proves a reused page by its bytes
+// instead of its values:
+//
+//   - when the page is written, the rewrite notes where it is (its column
+//     and first row), its compressed bytes' length and hash, and the share
+//     its values have in the hashes of its rows (reuseProof.add);
+//   - the read-back finds the page through the output's offset index,
+//     checks its header (a data page of as many values) and that its bytes
+//     hash as noted, and seeks past it without decompressing it
+//     (chunkProof.skip); its rows get the noted share instead.
+//
+// The chain holds at every link: the bytes on disk are the input's (hash);
+// the input's bytes decompress to exactly what parquet-go made of the
+// values written (compared byte for byte before the page was reused); and
+// those values are the ones hashed on the inputs' side. Every other page,
+// and every page of a file that reused none, is read back and hashed.
+//
+// The share is exact because fold is linear: a row's hash is the sum over
+// its columns j of x_j * golden^(J-1-j) (J columns, x_j the salted hash of
+// column j's value), so the read-back folds 0 for a proven page's values
+// and adds the noted sum of their terms at the end of the row group.
+
+// reusedPage is a page of the output file being written that was stored
+// as its input stored it.
+type reusedPage struct {
+	col  int
+	row  int64 // its first row: in the file while writing, in its row group when read back
+	n    int   // its rows (a proven page has no NULLs: one value a row)
+	size int   // its compressed bytes
+	sum  uint64
+}
+
+// reuseProof is what the read-back of one output file needs to prove its
+// reused pages (see above).
+type reuseProof struct {
+	pages []reusedPage
+	// blocks hold, per row of the file, the sum of its proven values'
+	// terms, shareBlock rows a block, up to the last row of the last
+	// proven page: blocks grow without copying, and hold no more than a
+	// block beyond what they need (8 bytes a row of the file).
+	blocks [][]uint64
+	used   int // blocks in use; the rest are spares from an earlier file
+	// coef[j] is golden^(J-1-j), column j's factor in a row's hash.
+	coef []uint64
+}
+
+func newReuseProof(columns int) *reuseProof {
+	p := &reuseProof{coef: make([]uint64, columns)}
+	c := uint64(1)
+	for j := columns - 1; j >= 0; j-- {
+		p.coef[j] = c
+		c *= golden
+	}
+	return p
+}
+
+// shareBlock is the number of rows of a block of reuseProof's shares.
+const shareBlock = 1 << 16
+
+// reset forgets the file's pages, keeping the memory.
+func (p *reuseProof) reset() {
+	p.pages = p.pages[:0]
+	for _, b := range p.blocks[:p.used] {
+		clear(b)
+	}
+	p.used = 0
+}
+
+// shares returns the block holding row's share, adding blocks up to it.
+func (p *reuseProof) shares(row int64) []uint64 {
+	k := int(row / shareBlock)
+	for p.used <= k {
+		if p.used == len(p.blocks) {
+			p.blocks = append(p.blocks, make([]uint64, shareBlock))
+		}
+		p.used++
+	}
+	return p.blocks[k]
+}
+
+// add notes a reused page of column col whose first row is the file's row
+// row, whose values' salted hashes (the x of rowHashes.mix) are vh, one a
+// row, and whose compressed bytes are body.
+func (p *reuseProof) add(col int, row int64, vh []uint64, body []byte) {
+	p.pages = append(p.pages, reusedPage{col: col, row: row, n: len(vh), size: len(body), sum: maphash.Bytes(hashSeed, body)})
+	c := p.coef[col]
+	for len(vh) > 0 {
+		i := int(row % shareBlock)
+		dst := p.shares(row)[i:min(shareBlock, i+len(vh))]
+		for k, x := range vh[:len(dst)] {
+			dst[k] += x * c
+		}
+		vh, row = vh[len(dst):], row+int64(len(dst))
+	}
+}
+
+// addShares adds to rows, the hashes of the file's rows from start on,
+// their proven values' terms.
+func (p *reuseProof) addShares(rows []uint64, start int64) {
+	for len(rows) > 0 {
+		k := int(start / shareBlock)
+		if k >= p.used {
+			return
+		}
+		i := int(start % shareBlock)
+		src := p.blocks[k][i:min(shareBlock, i+len(rows))]
+		for t, x := range src {
+			rows[t] += x
+		}
+		rows, start = rows[len(src):], start+int64(len(src))
+	}
+}
+
+// byColumn returns the proven pages of each column, in row order.
+func (p *reuseProof) byColumn(columns int) [][]reusedPage {
+	out := make([][]reusedPage, columns)
+	for _, pg := range p.pages {
+		out[pg.col] = append(out[pg.col], pg)
+	}
+	for _, pages := range out {
+		slices.SortFunc(pages, func(a, b reusedPage) int { return int(a.row - b.row) })
+	}
+	return out
+}
+
+// chunkProof proves the reused pages of one column chunk of the file read
+// back: pages (rows counted in the row group) and the chunk's page
+// locations from the offset index, read through r.
+type chunkProof struct {
+	pages []reusedPage
+	locs  []format.PageLocation
+	r     io.ReaderAt
+	buf   *[]byte // scratch for a page's bytes
+}
+
+// at reports whether the next proven page starts at row off of the chunk.
+func (cp *chunkProof) at(off int) bool {
+	return cp != nil && len(cp.pages) > 0 && cp.pages[0].row == int64(off)
+}
+
+// crosses reports whether a page read at row off, of n rows, reaches into
+// the next proven page: the pages are not where they were written.
+func (cp *chunkProof) crosses(off, n int) bool {
+	return cp != nil && len(cp.pages) > 0 && int64(off+n) > cp.pages[0].row
+}
+
+// skip proves the next page (see at) by its bytes, and reports whether it
+// is the chunk's last.
+func (cp *chunkProof) skip() (reusedPage, bool, error) {
+	pg := cp.pages[0]
+	cp.pages = cp.pages[1:]
+	i := sort.Search(len(cp.locs), func(i int) bool { return cp.locs[i].FirstRowIndex >= pg.row })
+	if i == len(cp.locs) || cp.locs[i].FirstRowIndex != pg.row {
+		return pg, false, fmt.Errorf("%w: no page starts at row %d, where a reused page was written", ErrVerify, pg.row)
+	}
+	last := i == len(cp.locs)-1
+	if !last && cp.locs[i+1].FirstRowIndex != pg.row+int64(pg.n) {
+		return pg, false, fmt.Errorf("%w: the reused page at row %d holds %d rows, not %d", ErrVerify, pg.row, cp.locs[i+1].FirstRowIndex-pg.row, pg.n)
+	}
+	loc := cp.locs[i]
+	if loc.CompressedPageSize <= 0 || int(loc.CompressedPageSize) > pg.size+maxPageHeader {
+		return pg, false, fmt.Errorf("%w: the reused page at row %d takes %d bytes, its body %d", ErrVerify, pg.row, loc.CompressedPageSize, pg.size)
+	}
+	b := slices.Grow((*cp.buf)[:0], int(loc.CompressedPageSize))[:loc.CompressedPageSize]
+	*cp.buf = b
+	if _, err := cp.r.ReadAt(b, loc.Offset); err != nil {
+		return pg, false, fmt.Errorf("reading the reused page at row %d: %w", pg.row, err)
+	}
+	h, hn, err := readPageHeader(b)
+	if err != nil {
+		return pg, false, fmt.Errorf("%w: the reused page at row %d: %v", ErrVerify, pg.row, err)
+	}
+	body := b[hn:]
+	if h.Type != format.DataPage || !h.DataPageHeader.Valid || int(h.DataPageHeader.V.NumValues) != pg.n ||
+		int(h.CompressedPageSize) != pg.size || len(body) != pg.size || maphash.Bytes(hashSeed, body) != pg.sum {
+		return pg, false, fmt.Errorf("%w: the page at row %d is not the reused page written there", ErrVerify, pg.row)
+	}
+	return pg, last, nil
+}
+
+// maxPageHeader bounds a data page header's bytes (its thrift encoding,
+// without statistics, which sluice does not write in page headers).
+const maxPageHeader = 1 << 10
