@@ -7,7 +7,8 @@
 // column where the types allow; reuse.go: an input page that comes out
 // byte for byte the same keeps its compressed bytes), verify (checksum.go:
 // rows, null counts and an order-independent checksum of every row equal
-// between inputs and outputs, before anything is committed) and commit
+// between inputs and outputs, before anything is committed; proof.go: a
+// kept page is proven by its bytes when its output is read back) and commit
 // (compact.go: one manifest commit per group of partitions, marked as no
 // data change).
 //
