@@ -1,12 +1,14 @@
 package compact
 
 import (
+	"cmp"
 	"fmt"
 	"hash/maphash"
 	"io"
 	"slices"
 	"sort"
 
+	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
 )
 
@@ -127,16 +129,69 @@ func (p *reuseProof) addShares(rows []uint64, start int64) {
 	}
 }
 
-// byColumn returns the proven pages of each column, in row order.
-func (p *reuseProof) byColumn(columns int) [][]reusedPage {
-	out := make([][]reusedPage, columns)
+// fileProof hands out the proofs of a file's column chunks as the
+// read-back reaches them (fileChecksum). A nil *fileProof proves nothing.
+type fileProof struct {
+	byCol   [][]reusedPage // each column's pages not handed out yet, in row order
+	offsets []format.OffsetIndex
+	r       io.ReaderAt
+	buf     []byte
+}
+
+// forFile starts the proof of f, opened with its page index and read
+// through r, whose rows have the given number of columns.
+func (p *reuseProof) forFile(f *parquet.File, columns int, r io.ReaderAt) *fileProof {
+	fp := &fileProof{byCol: make([][]reusedPage, columns), offsets: f.OffsetIndexes(), r: r}
 	for _, pg := range p.pages {
-		out[pg.col] = append(out[pg.col], pg)
+		if pg.col < columns {
+			fp.byCol[pg.col] = append(fp.byCol[pg.col], pg)
+		}
 	}
-	for _, pages := range out {
-		slices.SortFunc(pages, func(a, b reusedPage) int { return int(a.row - b.row) })
+	for _, pages := range fp.byCol {
+		slices.SortFunc(pages, func(a, b reusedPage) int { return cmp.Compare(a.row, b.row) })
 	}
-	return out
+	return fp
+}
+
+// chunk returns the proof of column j's chunk in row group g, of n rows
+// from the file's row start on; nil when it has no proven page.
+func (fp *fileProof) chunk(g, j int, start int64, n int) (*chunkProof, error) {
+	if fp == nil {
+		return nil, nil
+	}
+	pages := fp.byCol[j]
+	k := 0
+	for k < len(pages) && pages[k].row < start+int64(n) {
+		k++
+	}
+	if k == 0 {
+		return nil, nil
+	}
+	i := g*len(fp.byCol) + j
+	if i >= len(fp.offsets) {
+		return nil, fmt.Errorf("%w: column %d has reused pages but no offset index", ErrVerify, j)
+	}
+	cp := &chunkProof{locs: fp.offsets[i].PageLocations, r: fp.r, buf: &fp.buf}
+	for _, pg := range pages[:k] {
+		pg.row -= start
+		cp.pages = append(cp.pages, pg)
+	}
+	fp.byCol[j] = pages[k:]
+	return cp, nil
+}
+
+// done checks, once the file's rows were all read, that no proven page
+// was left over.
+func (fp *fileProof) done(rows int64) error {
+	if fp == nil {
+		return nil
+	}
+	for j, pages := range fp.byCol {
+		if len(pages) > 0 {
+			return fmt.Errorf("%w: column %d: a reused page at row %d is past the file's %d rows", ErrVerify, j, pages[0].row, rows)
+		}
+	}
+	return nil
 }
 
 // chunkProof proves the reused pages of one column chunk of the file read

@@ -1109,12 +1109,10 @@ func fileChecksum(ctx context.Context, f *parquet.File, hashers []valueHasher, p
 	var ph pageHashes
 	vals := make([]parquet.Value, 4096)
 	cols := f.Root().Columns()
-	var proven [][]reusedPage // by column, in row order, file rows
-	var scratch []byte
+	var fp *fileProof
 	if proof != nil && len(proof.pages) > 0 {
-		proven = proof.byColumn(len(hashers))
+		fp = proof.forFile(f, len(hashers), r)
 	}
-	offsets := f.OffsetIndexes()
 	err = catalog.NoPanic(func() error {
 		var start int64 // the row group's first row in the file
 		for g, rg := range f.RowGroups() {
@@ -1128,27 +1126,11 @@ func fileChecksum(ctx context.Context, f *parquet.File, hashers []valueHasher, p
 			}
 			h.begin(n)
 			for j, c := range chunks {
-				var cp *chunkProof
-				if proven != nil {
-					k := 0
-					for k < len(proven[j]) && proven[j][k].row < start+int64(n) {
-						k++
-					}
-					if k > 0 {
-						if i := g*len(chunks) + j; i < len(offsets) {
-							cp = &chunkProof{locs: offsets[i].PageLocations, r: r, buf: &scratch}
-						} else {
-							return fmt.Errorf("%w: column %d has reused pages but no offset index", ErrVerify, j)
-						}
-						for _, pg := range proven[j][:k] {
-							pg.row -= start
-							cp.pages = append(cp.pages, pg)
-						}
-						proven[j] = proven[j][k:]
-					}
+				cp, err := fp.chunk(g, j, start, n)
+				if err != nil {
+					return err
 				}
 				var off int
-				var err error
 				if len(cols) == len(chunks) && ph.covers(cols[j], hashers[j]) {
 					off, err = ph.mixChunk(&h, j, c, n, hashers[j], byte(cols[j].MaxDefinitionLevel()), cp)
 				} else if cp == nil {
@@ -1170,12 +1152,7 @@ func fileChecksum(ctx context.Context, f *parquet.File, hashers []valueHasher, p
 			h.end()
 			start += int64(n)
 		}
-		for j, pages := range proven {
-			if len(pages) > 0 {
-				return fmt.Errorf("%w: column %d: a reused page at row %d is past the file's %d rows", ErrVerify, j, pages[0].row, start)
-			}
-		}
-		return nil
+		return fp.done(start)
 	})
 	return h.sum, h.n, err
 }
