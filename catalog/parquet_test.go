@@ -1184,8 +1184,7 @@ func readPageHeader(t *testing.T, f io.ReaderAt, off int64) format.PageHeader {
 }
 
 // A uuid column's texts are stored DELTA_LENGTH_BYTE_ARRAY (uuidEncoding),
-// by the writer and by a rewrite's schema even where the rewrite writes
-// its other text columns PLAIN, and read back as written.
+// by the writer and by a rewrite's schema, and read back as written.
 func TestUUIDColumnsAreDeltaLengthEncoded(t *testing.T) {
 	ctx := context.Background()
 	st := newTestStore(t)
@@ -1215,13 +1214,24 @@ func TestUUIDColumnsAreDeltaLengthEncoded(t *testing.T) {
 		}
 	}
 
-	ps, err := ParquetSchemaPlain(schema, []bool{true, true}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, want := range []format.Encoding{format.DeltaLengthByteArray, format.Plain} {
-		if got := ps.Fields()[i].Encoding().Encoding(); got != want {
-			t.Errorf("a rewrite writes column %s as %v, want %v", ps.Fields()[i].Name(), got, want)
+	// A rewrite's texts without a dictionary are so too; its other
+	// columns without one PLAIN; a uuid column never has one.
+	schema = pqSchema(t, "u:uuid,name:string?,n:int64")
+	for _, tc := range []struct {
+		noDict []bool
+		want   []format.Encoding
+	}{
+		{[]bool{true, true, true}, []format.Encoding{format.DeltaLengthByteArray, format.DeltaLengthByteArray, format.Plain}},
+		{[]bool{false, false, false}, []format.Encoding{format.DeltaLengthByteArray, format.RLEDictionary, format.Plain}},
+	} {
+		ps, err := ParquetSchemaNoDict(schema, tc.noDict, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, want := range tc.want {
+			if got := ps.Fields()[i].Encoding(); got == nil && want != format.Plain || got != nil && got.Encoding() != want {
+				t.Errorf("without a dictionary %v: a rewrite writes column %s as %v, want %v", tc.noDict, ps.Fields()[i].Name(), got, want)
+			}
 		}
 	}
 }

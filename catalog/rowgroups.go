@@ -88,7 +88,7 @@ func DescribeParquetFile(key string, f *parquet.File) (Schema, []ParquetColumn, 
 // parquet.Group would), with the physical types, logical types and
 // encodings listed on ParquetWriter.
 func ParquetSchema(schema Schema) (*parquet.Schema, error) {
-	return ParquetSchemaPlain(schema, nil, nil)
+	return ParquetSchemaNoDict(schema, nil, nil)
 }
 
 // ParquetWriterOptions are the options sluice writes data files with: zstd,
@@ -112,20 +112,21 @@ func ParquetWriterOptions() []parquet.WriterOption {
 // and a bad file must fail its own work, not the process.
 func NoPanic(fn func() error) error { return noPanic(fn) }
 
-// ParquetSchemaPlain is ParquetSchema with the columns i for which plain[i]
-// holds written PLAIN rather than dictionary-encoded: for a column whose
-// values are mostly distinct (ids, hashes), a dictionary only costs time
-// until the writer gives up on it. plain may be shorter than the schema,
-// and a uuid column keeps its own encoding (uuidEncoding).
-// Its columns compress with codecs' (see NewParquetWriter).
-func ParquetSchemaPlain(schema Schema, plain []bool, codecs *Codecs) (*parquet.Schema, error) {
-	return ParquetSchemaCodecs(schema, plain, codecs.For)
+// ParquetSchemaNoDict is ParquetSchema with the columns i for which
+// noDict[i] holds written without a dictionary: for a column whose values
+// are mostly distinct (ids, hashes), a dictionary only costs time until
+// the writer gives up on it. Such a column is DELTA_LENGTH_BYTE_ARRAY when
+// its values are byte arrays (as uuid columns always are: see
+// uuidEncoding), else PLAIN. noDict may be shorter than the schema. Its
+// columns compress with codecs' (see NewParquetWriter).
+func ParquetSchemaNoDict(schema Schema, noDict []bool, codecs *Codecs) (*parquet.Schema, error) {
+	return ParquetSchemaCodecs(schema, noDict, codecs.For)
 }
 
-// ParquetSchemaCodecs is ParquetSchemaPlain with each column's codec
+// ParquetSchemaCodecs is ParquetSchemaNoDict with each column's codec
 // given by codec, called once per column with its name.
-func ParquetSchemaCodecs(schema Schema, plain []bool, codec func(column string) compress.Codec) (*parquet.Schema, error) {
-	ps, _, err := parquetFields(schema, plain, codec)
+func ParquetSchemaCodecs(schema Schema, noDict []bool, codec func(column string) compress.Codec) (*parquet.Schema, error) {
+	ps, _, err := parquetFields(schema, noDict, codec)
 	if err != nil {
 		return nil, fmt.Errorf("parquet schema: %w", err)
 	}
@@ -134,7 +135,7 @@ func ParquetSchemaCodecs(schema Schema, plain []bool, codec func(column string) 
 
 // parquetFields builds ParquetSchemaCodecs's schema and, for each column,
 // the encoder of its Go values (see ParquetWriter).
-func parquetFields(schema Schema, plain []bool, codec func(column string) compress.Codec) (*parquet.Schema, []func(any) (parquet.Value, error), error) {
+func parquetFields(schema Schema, noDict []bool, codec func(column string) compress.Codec) (*parquet.Schema, []func(any) (parquet.Value, error), error) {
 	if len(schema.Columns) == 0 {
 		return nil, nil, errors.New("the schema has no columns")
 	}
@@ -145,9 +146,15 @@ func parquetFields(schema Schema, plain []bool, codec func(column string) compre
 		if err != nil {
 			return nil, nil, fmt.Errorf("column %q: %w", c.Name, err)
 		}
-		// A uuid column never has a dictionary to give up on.
-		if i < len(plain) && plain[i] && c.Type.Kind != KindUUID {
-			n = parquet.Encoded(n, &parquet.Plain)
+		// A uuid column never has a dictionary to give up on. Texts
+		// without one compress faster and smaller DELTA_LENGTH_BYTE_ARRAY
+		// than PLAIN (see uuidEncoding).
+		if i < len(noDict) && noDict[i] && c.Type.Kind != KindUUID {
+			if n.Type().Kind() == parquet.ByteArray {
+				n = parquet.Encoded(n, &parquet.DeltaLengthByteArray)
+			} else {
+				n = parquet.Encoded(n, &parquet.Plain)
+			}
 		}
 		fields[i] = &namedField{Node: parquet.Compressed(n, codec(c.Name)), name: c.Name}
 		enc[i] = e

@@ -12,7 +12,9 @@ import (
 // Compressing is most of what a rewrite costs, and many input pages come
 // out of it exactly as they went in: a PLAIN page of a column without
 // NULLs encodes to the same bytes whether DuckDB or parquet-go wrote it.
-// Such a page, when its input compressed it with zstd, is not compressed
+// (Numbers and times: a text column without a dictionary is written
+// DELTA_LENGTH_BYTE_ARRAY, which zstd compresses faster and smaller than
+// PLAIN; see catalog.ParquetSchemaNoDict.) Such a page, when its input compressed it with zstd, is not compressed
 // again: the rewrite writes its values as a page of their own, and the
 // column's codec, told which bytes to expect, stores the input's
 // compressed bytes when parquet-go hands it exactly those. Any other page
@@ -21,8 +23,8 @@ import (
 // reused. A reused page keeps the compression its writer chose: the codec
 // reuses pages only once it has compressed reuseLearnBytes of the column
 // itself, and only pages compressed no more than reuseSlack worse than
-// those. The values are still decoded, hashed, written and read back as
-// every other value is: the verification sees no difference.
+// those. The values are still decoded, hashed and written as every other
+// value is; the read-back proves the page by its bytes (see reuseProof).
 
 // reusingCodec is the codec of one output column of one rewrite: the
 // column's own codec, except for the page it expects.
@@ -43,8 +45,8 @@ const (
 	reuseLearnBytes = 256 << 10
 	// reuseSlack (in percent) is how much worse than the codec's own
 	// ratio a page may be compressed and still be reused. DuckDB's zstd
-	// pages of hex ids and of timestamps are 12-13% larger than sluice's
-	// codec makes them (bench/compact.sh's data).
+	// pages of timestamps are 12-13% larger than sluice's codec makes
+	// them (bench/compact.sh's data).
 	reuseSlack = 15
 )
 

@@ -209,10 +209,11 @@ func Rewrite(ctx context.Context, open Opener, out cloud.Store, schema catalog.S
 	return rw.res, nil
 }
 
-// parquetSchema is the output files' schema, string columns PLAIN where
-// plain says so, every column compressed by its reusingCodec.
-func (rw *rewriter) parquetSchema(plain []bool) (*parquet.Schema, error) {
-	return catalog.ParquetSchemaCodecs(rw.schema, plain, func(name string) compress.Codec { return rw.codecs[name] })
+// parquetSchema is the output files' schema, string columns without a
+// dictionary (DELTA_LENGTH_BYTE_ARRAY) where noDict says so, every column
+// compressed by its reusingCodec.
+func (rw *rewriter) parquetSchema(noDict []bool) (*parquet.Schema, error) {
+	return catalog.ParquetSchemaCodecs(rw.schema, noDict, func(name string) compress.Codec { return rw.codecs[name] })
 }
 
 // rewriter is the state of one Rewrite.
@@ -424,23 +425,23 @@ func (rw *rewriter) copyFile(p *prefetched) error {
 		// Dictionary encoding where it pays: where the engine that wrote the
 		// first input gave up on a dictionary for a string column, so do we.
 		rw.encodingsChosen = true
-		plain := make([]bool, len(plans))
+		noDict := make([]bool, len(plans))
 		any := false
 		for j, pl := range plans {
 			if pl.leaf < 0 || pl.leaf >= len(md.RowGroups[0].Columns) || rw.leaves[j].Type().Kind() != parquet.ByteArray {
 				continue
 			}
 			meta := &md.RowGroups[0].Columns[pl.leaf].MetaData
-			plain[j] = meta.DictionaryPageOffset == 0 && !slices.ContainsFunc(meta.Encoding, func(e format.Encoding) bool {
+			noDict[j] = meta.DictionaryPageOffset == 0 && !slices.ContainsFunc(meta.Encoding, func(e format.Encoding) bool {
 				// PLAIN_DICTIONARY is deprecated for writers, but older
 				// writers (Spark 2, parquet-mr 1.x) still mark their
 				// dictionary pages with it.
 				return e == format.RLEDictionary || e == format.PlainDictionary //lint:ignore SA1019 reading old files
 			})
-			any = any || plain[j]
+			any = any || noDict[j]
 		}
 		if any && rw.w == nil {
-			ps, err := rw.parquetSchema(plain)
+			ps, err := rw.parquetSchema(noDict)
 			if err != nil {
 				return err
 			}
