@@ -3,6 +3,7 @@ package compact
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -194,4 +195,19 @@ func reusableInputs(t *testing.T, st cloud.Store, files int) (catalog.Schema, []
 		inputs = append(inputs, writeV1File(t, st, fmt.Sprintf("in-%02d.parquet", f), rows))
 	}
 	return schema, inputs
+}
+
+// A rewrite that fails with pages of its output in their buffers (the
+// reused ones are written as soon as they are read) leaves no temporary
+// file behind.
+func TestFailedRewriteLeavesNoTemporaryFiles(t *testing.T) {
+	privateTempDir(t)
+	st := tempStore(t)
+	schema, inputs := reusableInputs(t, st, 12)
+	bad := writeFile(t, st, "bad.parquet", "", parseSchema(t, "id:string?,name:string?,amount:float64?"), [][]any{{"x", "y", 1.5}})
+	_, err := Rewrite(context.Background(), storeOpener(st), st, schema, "", append(inputs, bad), RewriteOptions{})
+	if !errors.Is(err, catalog.ErrIncompatibleSchema) {
+		t.Fatalf("err = %v, want ErrIncompatibleSchema", err)
+	}
+	noTempFiles(t)
 }

@@ -164,6 +164,7 @@ func Rewrite(ctx context.Context, open Opener, out cloud.Store, schema catalog.S
 		nulls:  make([]int64, len(schema.Columns)),
 		codecs: map[string]*reusingCodec{},
 		proof:  newReuseProof(len(schema.Columns)),
+		pages:  newPageBuffers(),
 	}
 	for _, c := range schema.Columns {
 		rw.codecs[c.Name] = &reusingCodec{Codec: o.Codecs.For(c.Name)}
@@ -258,6 +259,7 @@ type rewriter struct {
 	// proof holds what the read-back needs to prove the output file's
 	// reused pages by their bytes (see reuseProof).
 	proof *reuseProof
+	pages parquet.BufferPool // the writer's page buffers (newPageBuffers)
 }
 
 // prefetched is one input file, fetched ahead of its decoding.
@@ -955,7 +957,7 @@ func (rw *rewriter) openFile() error {
 	rw.cw = &countingWriter{w: rw.buf}
 	// Version 1 data pages, whose compressed bytes hold the levels and
 	// values as the inputs' do, so that a page may be reused whole.
-	opts := append(catalog.ParquetWriterOptions(), rw.ps, parquet.DataPageVersion(1), parquet.ColumnPageBuffers(pageBuffers))
+	opts := append(catalog.ParquetWriterOptions(), rw.ps, parquet.DataPageVersion(1), parquet.ColumnPageBuffers(rw.pages))
 	rw.w = parquet.NewGenericWriter[any](rw.cw, opts...)
 	rw.rgBytes, rw.inBytes, rw.flushedInBytes, rw.fileRows = 0, 0, 0, 0
 	rw.proof.reset()
@@ -965,21 +967,29 @@ func (rw *rewriter) openFile() error {
 	return nil
 }
 
-// pageBuffers hold an output row group's compressed pages until the row
-// group is flushed: parquet-go writes a column chunk's pages together, so
-// a writer keeps the whole row group's until its last row. On the Go heap
+// newPageBuffers returns the pool that holds an output row group's
+// compressed pages until the row group is flushed: parquet-go writes a
+// column chunk's pages together, so a writer keeps the whole row group's
+// until its last row. On the Go heap
 // that was up to 65 MB a worker at 128 MiB row groups, doubled by the
 // collector's headroom: a rewrite's peak RSS grew from 289 to 438 MB as
 // its partitions grew from 1 to 2 million rows. In temporary files (in
 // the page cache, deleted once the row group is written, mostly before
 // the kernel writes them out) the peak was 171 and 199 MB, for 3% more
 // CPU at 2 million rows a partition.
-var pageBuffers = parquet.NewFileBufferPool(os.TempDir(), "sluice-pages-*")
+func newPageBuffers() parquet.BufferPool {
+	return parquet.NewFileBufferPool(os.TempDir(), "sluice-pages-*")
+}
 
 // abortFile discards the output file being written, if any.
 func (rw *rewriter) abortFile() {
 	if rw.tmp == nil {
 		return
+	}
+	if rw.w != nil {
+		// Gives the row group's page buffers back, which removes their
+		// temporary files; Close did if it ran.
+		_ = catalog.NoPanic(func() error { rw.w.Reset(io.Discard); return nil })
 	}
 	name := rw.tmp.Name()
 	_ = rw.tmp.Close()

@@ -137,6 +137,7 @@ func eventRows(base, n int) [][]any {
 // Many small files become a few files holding the same multiset of rows, in
 // the table's column order and types, and the verification passes.
 func TestRewriteManySmallFiles(t *testing.T) {
+	privateTempDir(t)
 	ctx := context.Background()
 	st := tempStore(t)
 	schema := parseSchema(t, eventSchema)
@@ -173,6 +174,7 @@ func TestRewriteManySmallFiles(t *testing.T) {
 	if res.BytesIn != sumIn || res.BytesOut != out.Bytes {
 		t.Fatalf("bytes in %d (want %d), out %d (want %d)", res.BytesIn, sumIn, res.BytesOut, out.Bytes)
 	}
+	noTempFiles(t)
 }
 
 // Pages take the typed path, for every physical type it builds values of:
@@ -322,6 +324,7 @@ func TestRewriteConvertsCompatibleSchemas(t *testing.T) {
 // naming the file and the column, and leaves no output behind, even when
 // other inputs were written before it.
 func TestRewriteRefusesIncompatibleInput(t *testing.T) {
+	privateTempDir(t)
 	ctx := context.Background()
 	dir := t.TempDir()
 	st, err := cloud.Open(ctx, dir)
@@ -344,9 +347,23 @@ func TestRewriteRefusesIncompatibleInput(t *testing.T) {
 	if after := listKeys(t, st); !slices.Equal(before, after) {
 		t.Fatalf("objects after the failed rewrite:\n%v\nbefore:\n%v", after, before)
 	}
-	tmps, _ := filepath.Glob(filepath.Join(os.TempDir(), "sluice-compact-*"))
-	for _, p := range tmps {
-		t.Logf("temporary file left (maybe another test's): %s", p)
+	noTempFiles(t)
+}
+
+// privateTempDir gives the test a temporary folder of its own (TMPDIR),
+// for noTempFiles.
+func privateTempDir(t *testing.T) {
+	t.Helper()
+	t.Setenv("TMPDIR", t.TempDir())
+}
+
+// noTempFiles fails the test if a rewrite left a temporary file (an
+// output or a page buffer) in its private temporary folder.
+func noTempFiles(t *testing.T) {
+	t.Helper()
+	left, err := filepath.Glob(filepath.Join(os.TempDir(), "sluice-*"))
+	if err != nil || len(left) > 0 {
+		t.Fatalf("temporary files left: %v (%v)", left, err)
 	}
 }
 
@@ -478,6 +495,7 @@ func TestChecksum(t *testing.T) {
 // A corrupted output fails the verification with ErrVerify, and the
 // outputs are deleted.
 func TestRewriteVerifyCatchesCorruption(t *testing.T) {
+	privateTempDir(t)
 	ctx := context.Background()
 	st := tempStore(t)
 	schema := parseSchema(t, eventSchema)
@@ -496,10 +514,12 @@ func TestRewriteVerifyCatchesCorruption(t *testing.T) {
 	if after := listKeys(t, st); !slices.Equal(before, after) {
 		t.Fatalf("objects after a failed verification: %v", after)
 	}
+	noTempFiles(t)
 }
 
 // A cancelled context stops the rewrite and leaves nothing behind.
 func TestRewriteCancelled(t *testing.T) {
+	privateTempDir(t)
 	st := tempStore(t)
 	schema := parseSchema(t, eventSchema)
 	inputs := eventInputs(t, st, schema, 10)
@@ -511,6 +531,7 @@ func TestRewriteCancelled(t *testing.T) {
 	if keys := listKeys(t, st); len(keys) != 10 {
 		t.Fatalf("objects: %v", keys)
 	}
+	noTempFiles(t)
 }
 
 func TestRewriteOptionsValidate(t *testing.T) {
