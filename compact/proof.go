@@ -42,10 +42,10 @@ import (
 // as its input stored it.
 type reusedPage struct {
 	col  int
-	row  int64 // its first row: in the file while writing, in its row group when read back
-	n    int   // its rows (a proven page has no NULLs: one value a row)
-	size int   // its compressed bytes
-	sum  uint64
+	row  int64  // its first row: in the file while writing, in its row group when read back
+	n    int    // its rows (a proven page has no NULLs: one value a row)
+	size int    // its compressed bytes
+	sum  uint64 // their hash (maphash, hashSeed)
 }
 
 // reuseProof is what the read-back of one output file needs to prove its
