@@ -2,9 +2,11 @@ package compact
 
 import (
 	"cmp"
+	"encoding/binary"
 	"fmt"
 	"hash/maphash"
 	"io"
+	"os"
 	"slices"
 	"sort"
 
@@ -50,20 +52,34 @@ type reusedPage struct {
 
 // reuseProof is what the read-back of one output file needs to prove its
 // reused pages (see above).
+//
+// The shares (per row of the file, the sum of its proven values' terms)
+// are 8 bytes a row of the file, which may be millions: the blocks of
+// rows every input row group so far has finished go to a temporary file
+// (settle), so that memory holds about one block and the rows of the
+// input row group being copied.
 type reuseProof struct {
 	pages []reusedPage
-	// blocks hold, per row of the file, the sum of its proven values'
-	// terms, shareBlock rows a block, up to the last row of the last
-	// proven page: blocks grow without copying, and hold no more than a
-	// block beyond what they need (8 bytes a row of the file).
-	blocks [][]uint64
-	used   int // blocks in use; the rest are spares from an earlier file
+	// blocks hold the shares of rows from base on, shareBlock rows a
+	// block; those of the rows before spilled are in spill, in row order
+	// (a block of rows without shares may be a hole); the rows from
+	// spilled to base have none.
+	blocks  [][]uint64
+	base    int64
+	spilled int64
+	spill   *os.File
+	spare   [][]uint64 // blocks to use again
+	// read is the block of spill that addShares read last (readAt its
+	// first row; -1: none).
+	read   []uint64
+	readAt int64
+	buf    []byte
 	// coef[j] is golden^(J-1-j), column j's factor in a row's hash.
 	coef []uint64
 }
 
 func newReuseProof(columns int) *reuseProof {
-	p := &reuseProof{coef: make([]uint64, columns)}
+	p := &reuseProof{coef: make([]uint64, columns), readAt: -1}
 	c := uint64(1)
 	for j := columns - 1; j >= 0; j-- {
 		p.coef[j] = c
@@ -73,38 +89,57 @@ func newReuseProof(columns int) *reuseProof {
 }
 
 // shareBlock is the number of rows of a block of reuseProof's shares.
-const shareBlock = 1 << 16
+var shareBlock int64 = 1 << 16
 
-// reset forgets the file's pages, keeping the memory.
+// reset forgets the file's pages and shares, keeping the memory.
 func (p *reuseProof) reset() {
 	p.pages = p.pages[:0]
-	for _, b := range p.blocks[:p.used] {
+	for _, b := range p.blocks {
 		clear(b)
+		p.spare = append(p.spare, b)
 	}
-	p.used = 0
+	p.blocks, p.base, p.spilled, p.readAt = p.blocks[:0], 0, 0, -1
+	if p.spill != nil {
+		_ = p.spill.Truncate(0)
+	}
 }
 
-// shares returns the block holding row's share, adding blocks up to it.
+// close removes the temporary file, if any.
+func (p *reuseProof) close() {
+	if p.spill != nil {
+		name := p.spill.Name()
+		_ = p.spill.Close()
+		_ = os.Remove(name)
+		p.spill = nil
+	}
+}
+
+// shares returns the block holding row's share (row >= p.base), adding
+// blocks up to it.
 func (p *reuseProof) shares(row int64) []uint64 {
-	k := int(row / shareBlock)
-	for p.used <= k {
-		if p.used == len(p.blocks) {
-			p.blocks = append(p.blocks, make([]uint64, shareBlock))
+	k := int((row - p.base) / shareBlock)
+	for len(p.blocks) <= k {
+		var b []uint64
+		if n := len(p.spare); n > 0 {
+			b, p.spare = p.spare[n-1], p.spare[:n-1]
+		} else {
+			b = make([]uint64, shareBlock)
 		}
-		p.used++
+		p.blocks = append(p.blocks, b)
 	}
 	return p.blocks[k]
 }
 
 // add notes a reused page of column col whose first row is the file's row
 // row, whose values' salted hashes (the x of rowHashes.mix) are vh, one a
-// row, and whose compressed bytes are body.
+// row, and whose compressed bytes are body. Its rows are past the last
+// settle's.
 func (p *reuseProof) add(col int, row int64, vh []uint64, body []byte) {
 	p.pages = append(p.pages, reusedPage{col: col, row: row, n: len(vh), size: len(body), sum: maphash.Bytes(hashSeed, body)})
 	c := p.coef[col]
 	for len(vh) > 0 {
-		i := int(row % shareBlock)
-		dst := p.shares(row)[i:min(shareBlock, i+len(vh))]
+		i := int((row - p.base) % shareBlock)
+		dst := p.shares(row)[i:min(int(shareBlock), i+len(vh))]
 		for k, x := range vh[:len(dst)] {
 			dst[k] += x * c
 		}
@@ -112,21 +147,86 @@ func (p *reuseProof) add(col int, row int64, vh []uint64, body []byte) {
 	}
 }
 
+// settle says that the shares of the rows before done are final: the
+// blocks wholly before it go to the temporary file.
+func (p *reuseProof) settle(done int64) error {
+	if len(p.blocks) == 0 {
+		// No shares yet: none for the rows before done either.
+		p.base = max(p.base, done-done%shareBlock)
+		return nil
+	}
+	for len(p.blocks) > 0 && p.base+shareBlock <= done {
+		if p.spill == nil {
+			f, err := os.CreateTemp("", "sluice-shares-*")
+			if err != nil {
+				return fmt.Errorf("reused pages' shares: %w", err)
+			}
+			p.spill = f
+		}
+		b := p.blocks[0]
+		p.buf = p.buf[:0]
+		for _, x := range b {
+			p.buf = binary.LittleEndian.AppendUint64(p.buf, x)
+		}
+		if _, err := p.spill.WriteAt(p.buf, p.base*8); err != nil {
+			return fmt.Errorf("reused pages' shares: %w", err)
+		}
+		clear(b)
+		p.spare = append(p.spare, b)
+		p.blocks = p.blocks[1:]
+		p.base += shareBlock
+		p.spilled = p.base
+	}
+	return nil
+}
+
 // addShares adds to rows, the hashes of the file's rows from start on,
 // their proven values' terms.
-func (p *reuseProof) addShares(rows []uint64, start int64) {
+func (p *reuseProof) addShares(rows []uint64, start int64) error {
 	for len(rows) > 0 {
-		k := int(start / shareBlock)
-		if k >= p.used {
-			return
+		first := start - start%shareBlock
+		i := int(start - first)
+		n := min(int(shareBlock)-i, len(rows))
+		var block []uint64 // nil: these rows have no shares
+		switch {
+		case start >= p.base:
+			k := int((start - p.base) / shareBlock)
+			if k >= len(p.blocks) {
+				return nil // no proven page from here on
+			}
+			block = p.blocks[k]
+		case first < p.spilled:
+			if p.readAt != first {
+				if err := p.readBlock(first); err != nil {
+					return err
+				}
+			}
+			block = p.read
 		}
-		i := int(start % shareBlock)
-		src := p.blocks[k][i:min(shareBlock, i+len(rows))]
-		for t, x := range src {
-			rows[t] += x
+		if block != nil {
+			for t, x := range block[i : i+n] {
+				rows[t] += x
+			}
 		}
-		rows, start = rows[len(src):], start+int64(len(src))
+		rows, start = rows[n:], start+int64(n)
 	}
+	return nil
+}
+
+// readBlock reads the spilled block of rows from first on into p.read.
+func (p *reuseProof) readBlock(first int64) error {
+	p.buf = slices.Grow(p.buf[:0], int(shareBlock)*8)[:shareBlock*8]
+	if _, err := p.spill.ReadAt(p.buf, first*8); err != nil {
+		return fmt.Errorf("reading reused pages' shares: %w", err)
+	}
+	if len(p.read) != int(shareBlock) {
+		p.read = make([]uint64, shareBlock)
+	}
+	for i := range p.read {
+		p.read[i] = binary.LittleEndian.Uint64(p.buf[i*8:])
+	}
+	p.readAt = first
+	return nil
 }
 
 // fileProof hands out the proofs of a file's column chunks as the

@@ -139,3 +139,42 @@ func TestChunkProofRefusesMisplacedPages(t *testing.T) {
 		}
 	}
 }
+
+// With blocks of shares small enough that most go to the temporary file
+// (and some rows, read before the codec learned, have none), the proof
+// still computes the checksum of a full read, and the file is gone after.
+func TestReadBackProvesWithSharesOnDisk(t *testing.T) {
+	privateTempDir(t)
+	defer func(n int64) { shareBlock = n }(shareBlock)
+	shareBlock = 1000
+	st := tempStore(t)
+	schema, inputs := reusableInputs(t, st, 24)
+	var proven, spilled int
+	withReadBackHook(t, func(f *os.File, size int64, proof *reuseProof) {
+		proven += len(proof.pages)
+		spilled += int(proof.spilled)
+		pf, err := catalog.OpenParquetFileWithIndex("out", f, size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hashers := tableHashers(pf.Schema(), schema)
+		full, _, err := fileChecksum(context.Background(), pf, hashers, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byProof, _, err := fileChecksum(context.Background(), pf, hashers, proof, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if byProof != full {
+			t.Errorf("proving %d pages with shares of %d rows on disk: checksum %016x, reading every value: %016x", len(proof.pages), proof.spilled, byProof, full)
+		}
+	})
+	if _, err := Rewrite(context.Background(), storeOpener(st), st, schema, "", inputs, RewriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if proven == 0 || spilled < 48000 {
+		t.Fatalf("%d pages proven, shares of %d rows on disk; want some of each", proven, spilled)
+	}
+	noTempFiles(t)
+}

@@ -186,6 +186,7 @@ func Rewrite(ctx context.Context, open Opener, out cloud.Store, schema catalog.S
 	}
 	defer func() {
 		rw.abortFile()
+		rw.proof.close()
 		if err != nil {
 			// Best effort, with a context of its own: ctx may be why we fail.
 			dctx := context.WithoutCancel(ctx)
@@ -573,6 +574,9 @@ func (rw *rewriter) copyRowGroup(key string, rg parquet.RowGroup, plans []colPla
 	}
 	rw.in.end()
 	rw.fileRows += int64(n)
+	if err := rw.proof.settle(rw.fileRows); err != nil {
+		return err
+	}
 	rw.res.RowsIn += int64(n)
 	return nil
 }
@@ -1169,7 +1173,9 @@ func fileChecksum(ctx context.Context, f *parquet.File, hashers []valueHasher, p
 			}
 			if proof != nil && len(proof.pages) > 0 {
 				// The proven values' terms of these rows' hashes.
-				proof.addShares(h.rows, start)
+				if err := proof.addShares(h.rows, start); err != nil {
+					return err
+				}
 			}
 			h.end()
 			start += int64(n)
