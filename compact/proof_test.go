@@ -42,6 +42,30 @@ func provenPageLocation(t *testing.T, f *os.File, size int64, pg reusedPage) for
 	return format.PageLocation{}
 }
 
+// proofAgrees fails the test unless output file f (size bytes, of
+// schema's table) has the same checksum and rows proven by proof as read
+// value by value.
+func proofAgrees(t *testing.T, f *os.File, size int64, proof *reuseProof, schema catalog.Schema) {
+	t.Helper()
+	pf, err := catalog.OpenParquetFileWithIndex("out", f, size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hashers := tableHashers(pf.Schema(), schema)
+	full, n, err := fileChecksum(context.Background(), pf, hashers, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byProof, m, err := fileChecksum(context.Background(), pf, hashers, proof, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if byProof != full || m != n {
+		t.Errorf("proving %d pages (shares of %d rows on disk): checksum %016x over %d rows, reading every value: %016x over %d",
+			len(proof.pages), proof.spilled, byProof, m, full, n)
+	}
+}
+
 // The read-back that proves reused pages by their bytes computes the
 // checksum a read of every value computes, on a file where most pages
 // were reused.
@@ -52,22 +76,7 @@ func TestReadBackProvesReusedPagesAsAFullReadWould(t *testing.T) {
 	withReadBackHook(t, func(f *os.File, size int64, proof *reuseProof) {
 		files++
 		proven += len(proof.pages)
-		pf, err := catalog.OpenParquetFileWithIndex("out", f, size)
-		if err != nil {
-			t.Fatal(err)
-		}
-		hashers := tableHashers(pf.Schema(), schema)
-		full, n, err := fileChecksum(context.Background(), pf, hashers, nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		byProof, m, err := fileChecksum(context.Background(), pf, hashers, proof, f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if byProof != full || m != n {
-			t.Errorf("proving %d pages: checksum %016x over %d rows, reading every value: %016x over %d", len(proof.pages), byProof, m, full, n)
-		}
+		proofAgrees(t, f, size, proof, schema)
 	})
 	// Two outputs, so that the second file's proof starts afresh.
 	res, err := Rewrite(context.Background(), storeOpener(st), st, schema, "", inputs, RewriteOptions{Outputs: 2})
@@ -153,22 +162,7 @@ func TestReadBackProvesWithSharesOnDisk(t *testing.T) {
 	withReadBackHook(t, func(f *os.File, size int64, proof *reuseProof) {
 		proven += len(proof.pages)
 		spilled += int(proof.spilled)
-		pf, err := catalog.OpenParquetFileWithIndex("out", f, size)
-		if err != nil {
-			t.Fatal(err)
-		}
-		hashers := tableHashers(pf.Schema(), schema)
-		full, _, err := fileChecksum(context.Background(), pf, hashers, nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		byProof, _, err := fileChecksum(context.Background(), pf, hashers, proof, f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if byProof != full {
-			t.Errorf("proving %d pages with shares of %d rows on disk: checksum %016x, reading every value: %016x", len(proof.pages), proof.spilled, byProof, full)
-		}
+		proofAgrees(t, f, size, proof, schema)
 	})
 	if _, err := Rewrite(context.Background(), storeOpener(st), st, schema, "", inputs, RewriteOptions{}); err != nil {
 		t.Fatal(err)
