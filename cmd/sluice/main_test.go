@@ -27,8 +27,9 @@ func TestMain(m *testing.M) {
 	if out, err := exec.Command("go", "build", "-o", sluiceBin, ".").CombinedOutput(); err != nil {
 		panic("go build: " + err.Error() + "\n" + string(out))
 	}
-	testenv.Main(m)
+	code := testenv.Run(m)
 	os.RemoveAll(dir)
+	os.Exit(code)
 }
 
 type result struct {

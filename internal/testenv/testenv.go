@@ -47,14 +47,31 @@ const (
 // Kinds lists every store kind, in the order suites run them.
 var Kinds = []string{Local, S3, Azure}
 
-// Main runs the tests, stops the servers and exits with the tests' code.
-// Use it as TestMain:
+// Main runs the tests (see Run) and exits with their code. Use it as
+// TestMain:
 //
 //	func TestMain(m *testing.M) { testenv.Main(m) }
-func Main(m *testing.M) {
+func Main(m *testing.M) { os.Exit(Run(m)) }
+
+// Run runs the tests with a temporary folder of their own, which $TMPDIR
+// names for them and for the processes they start, stops the servers,
+// removes the folder and returns the tests' exit code. The crash tests
+// kill sluice processes, which then leave their temporary files behind:
+// in the shared folder they piled up run after run.
+func Run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "sluice-tests-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testenv:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Setenv("TMPDIR", dir); err != nil {
+		fmt.Fprintln(os.Stderr, "testenv:", err)
+		return 1
+	}
 	code := m.Run()
 	Stop()
-	os.Exit(code)
+	return code
 }
 
 // Stop stops Azurite if it runs (the S3 server lives in-process and needs

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -65,5 +66,17 @@ func TestCheckAccessKeyRefusesOtherKeys(t *testing.T) {
 		if wantStatus == 403 && !strings.Contains(string(body), "<Code>InvalidAccessKeyId</Code>") {
 			t.Errorf("%q: body %s", akid, body)
 		}
+	}
+}
+
+// The tests, and the processes they start, write their temporary files in
+// a folder of their own that Run removes at the end.
+func TestTemporaryFolderIsTheTests(t *testing.T) {
+	dir := os.TempDir()
+	if !strings.HasPrefix(filepath.Base(dir), "sluice-tests-") {
+		t.Fatalf("os.TempDir() = %s, want a folder of the tests' own", dir)
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		t.Fatalf("%s: %v", dir, err)
 	}
 }
