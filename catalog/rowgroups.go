@@ -146,10 +146,10 @@ func parquetFields(schema Schema, noDict []bool, codec func(column string) compr
 		if err != nil {
 			return nil, nil, fmt.Errorf("column %q: %w", c.Name, err)
 		}
-		// A uuid column never has a dictionary to give up on. Texts
-		// without one compress faster and smaller DELTA_LENGTH_BYTE_ARRAY
-		// than PLAIN (see uuidEncoding).
-		if i < len(noDict) && noDict[i] && c.Type.Kind != KindUUID {
+		// Texts without a dictionary compress faster and smaller
+		// DELTA_LENGTH_BYTE_ARRAY than PLAIN (see uuidEncoding, which a
+		// uuid column has whether or not noDict says so).
+		if i < len(noDict) && noDict[i] {
 			if n.Type().Kind() == parquet.ByteArray {
 				n = parquet.Encoded(n, &parquet.DeltaLengthByteArray)
 			} else {
