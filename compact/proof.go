@@ -232,6 +232,7 @@ func (p *reuseProof) readBlock(first int64) error {
 // fileProof hands out the proofs of a file's column chunks as the
 // read-back reaches them (fileChecksum). A nil *fileProof proves nothing.
 type fileProof struct {
+	proof   *reuseProof
 	byCol   [][]reusedPage // each column's pages not handed out yet, in row order
 	offsets []format.OffsetIndex
 	r       io.ReaderAt
@@ -241,7 +242,7 @@ type fileProof struct {
 // forFile starts the proof of f, opened with its page index and read
 // through r, whose rows have the given number of columns.
 func (p *reuseProof) forFile(f *parquet.File, columns int, r io.ReaderAt) *fileProof {
-	fp := &fileProof{byCol: make([][]reusedPage, columns), offsets: f.OffsetIndexes(), r: r}
+	fp := &fileProof{proof: p, byCol: make([][]reusedPage, columns), offsets: f.OffsetIndexes(), r: r}
 	for _, pg := range p.pages {
 		if pg.col < columns {
 			fp.byCol[pg.col] = append(fp.byCol[pg.col], pg)
@@ -278,6 +279,15 @@ func (fp *fileProof) chunk(g, j int, start int64, n int) (*chunkProof, error) {
 	}
 	fp.byCol[j] = pages[k:]
 	return cp, nil
+}
+
+// addShares adds to rows, the hashes of the row group whose first row is
+// the file's row start, their proven values' terms (see reuseProof).
+func (fp *fileProof) addShares(rows []uint64, start int64) error {
+	if fp == nil {
+		return nil
+	}
+	return fp.proof.addShares(rows, start)
 }
 
 // done checks, once the file's rows were all read, that no proven page

@@ -974,13 +974,12 @@ func (rw *rewriter) openFile() error {
 // newPageBuffers returns the pool that holds an output row group's
 // compressed pages until the row group is flushed: parquet-go writes a
 // column chunk's pages together, so a writer keeps the whole row group's
-// until its last row. On the Go heap
-// that was up to 65 MB a worker at 128 MiB row groups, doubled by the
-// collector's headroom: a rewrite's peak RSS grew from 289 to 438 MB as
-// its partitions grew from 1 to 2 million rows. In temporary files (in
-// the page cache, deleted once the row group is written, mostly before
-// the kernel writes them out) the peak was 171 and 199 MB, for 3% more
-// CPU at 2 million rows a partition.
+// until its last row. On the Go heap that was up to 65 MB a worker at
+// 128 MiB row groups, doubled by the collector's headroom: a rewrite's
+// peak RSS grew from 289 to 438 MB as its partitions grew from 1 to 2
+// million rows. In temporary files (in the page cache, deleted once the
+// row group is written, mostly before the kernel writes them out) the
+// peak was 171 and 199 MB, for 3% more CPU at 2 million rows a partition.
 func newPageBuffers() parquet.BufferPool {
 	return parquet.NewFileBufferPool(os.TempDir(), "sluice-pages-*")
 }
@@ -1171,11 +1170,8 @@ func fileChecksum(ctx context.Context, f *parquet.File, hashers []valueHasher, p
 					return fmt.Errorf("%w: column %d holds %d values for %d rows", ErrVerify, j, off, n)
 				}
 			}
-			if proof != nil && len(proof.pages) > 0 {
-				// The proven values' terms of these rows' hashes.
-				if err := proof.addShares(h.rows, start); err != nil {
-					return err
-				}
+			if err := fp.addShares(h.rows, start); err != nil {
+				return err
 			}
 			h.end()
 			start += int64(n)
