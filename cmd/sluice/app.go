@@ -113,6 +113,15 @@ func (a *app) summary(v map[string]any) error {
 	return enc.Encode(v)
 }
 
+// orEmpty returns s, or an empty slice for nil, so that a list in a --json
+// summary prints as [] rather than null when it has nothing.
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
 // note prints a human-friendly line on stderr, only for a person at a
 // terminal and only without --json.
 func (a *app) note(format string, args ...any) {

@@ -83,7 +83,7 @@ others go on; the exit code is then 1.`,
 			out := map[string]any{"command": "compact", "table": args[0], "dry_run": dryRun,
 				"partitions": res.Partitions, "files_in": res.FilesIn, "files_out": res.FilesOut,
 				"bytes_in": res.BytesIn, "bytes_out": res.BytesOut, "rows_in": res.Rows, "rows_written": res.Rows,
-				"pages_reused": res.PagesReused, "versions": res.Versions, "dropped": res.Dropped, "failed": len(res.Failed)}
+				"pages_reused": res.PagesReused, "versions": orEmpty(res.Versions), "dropped": orEmpty(res.Dropped), "failed": len(res.Failed)}
 			if dryRun {
 				filesIn, filesOut, bytesIn := res.Plan.Totals()
 				out["partitions"], out["files_in"], out["files_out"], out["bytes_in"] = len(res.Plan.Bins()), filesIn, filesOut, bytesIn

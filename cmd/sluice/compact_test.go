@@ -63,8 +63,9 @@ func TestCompactionKilledAtRandomKeepsRows(t *testing.T) {
 		}
 	}
 	mustSluice(t, "compact", dir, "--target-file-size", "48KiB")
-	if again := mustSluice(t, "compact", dir, "--target-file-size", "48KiB", "--json").stdout; !strings.Contains(again, `"files_in":0`) {
-		t.Fatalf("a run after completion must do nothing: %s", again)
+	if again := mustSluice(t, "compact", dir, "--target-file-size", "48KiB", "--json").stdout; !strings.Contains(again, `"files_in":0`) ||
+		!strings.Contains(again, `"versions":[]`) || !strings.Contains(again, `"dropped":[]`) {
+		t.Fatalf("a run after completion must do nothing, and say so with empty lists: %s", again)
 	}
 	time.Sleep(1100 * time.Millisecond)
 	mustSluice(t, "vacuum", dir, "--retain", "1s", "--force")

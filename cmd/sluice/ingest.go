@@ -123,23 +123,15 @@ records_deduplicated.`,
 				a.note("took %d of %d files: %d records, %d rows written, %d quarantined, %d files failed; %s at version %d",
 					res.FilesIn, res.FilesSeen, res.RecordsIn, res.RowsWritten, res.RecordsQuarantined, res.FilesFailed, args[0], res.Version)
 			}
-			parts := res.Partitions
-			if parts == nil {
-				parts = []string{}
-			}
 			out := map[string]any{"command": "ingest", "table": args[0], "source": from,
 				"records_in": res.RecordsIn, "rows_written": res.RowsWritten, "records_quarantined": res.RecordsQuarantined,
 				"files_in": res.FilesIn, "files_failed": res.FilesFailed, "files_waiting": res.FilesWaiting,
 				"files_out": res.FilesOut, "bytes_in": res.BytesIn, "version": res.Version,
-				"partitions": parts}
+				"partitions": orEmpty(res.Partitions)}
 			out["records_deduplicated"] = res.RecordsDeduplicated
 			if kafka {
 				out["records_skipped"] = res.RecordsSkipped
-				kp := res.KafkaPartitions
-				if kp == nil {
-					kp = []int32{}
-				}
-				out["kafka_partitions"] = kp
+				out["kafka_partitions"] = orEmpty(res.KafkaPartitions)
 			}
 			if res.QuarantineVersion > 0 {
 				out["quarantine_version"] = res.QuarantineVersion

@@ -311,7 +311,7 @@ files it wrote. --dry-run lists what would be deleted.`,
 			}
 			if a.jsonOut {
 				return a.summary(map[string]any{"command": "vacuum", "table": args[0], "dry_run": dryRun,
-					"files_deleted": len(res.Deleted), "bytes_deleted": res.Bytes, "deleted": res.Deleted,
+					"files_deleted": len(res.Deleted), "bytes_deleted": res.Bytes, "deleted": orEmpty(res.Deleted),
 					"retained_versions": res.RetainedVersions})
 			}
 			if dryRun {

@@ -224,8 +224,11 @@ func TestImportFromAnotherFolder(t *testing.T) {
 	if !slices.Equal(files, want) {
 		t.Fatalf("files:\n%v\nwant the sample's own paths:\n%v", files, want)
 	}
-	// Vacuum never touches files outside the table root.
-	mustSluice(t, "vacuum", table, "--retain", "1s", "--force")
+	// Vacuum never touches files outside the table root, and says it
+	// deleted nothing with an empty list.
+	if out := mustSluice(t, "vacuum", table, "--retain", "1s", "--force", "--json").stdout; !strings.Contains(out, `"deleted":[]`) {
+		t.Fatalf("vacuum --json: %s; want \"deleted\":[]", out)
+	}
 	for _, f := range want {
 		if _, err := os.Stat(f); err != nil {
 			t.Fatalf("vacuum removed %s outside the table", f)
