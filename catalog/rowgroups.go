@@ -117,15 +117,13 @@ func NoPanic(fn func() error) error { return noPanic(fn) }
 // are mostly distinct (ids, hashes), a dictionary only costs time until
 // the writer gives up on it. Such a column is DELTA_LENGTH_BYTE_ARRAY when
 // its values are byte arrays (as uuid columns always are: see
-// uuidEncoding), else PLAIN. noDict may be shorter than the schema. Its
-// columns compress with codecs' (see NewParquetWriter).
-func ParquetSchemaNoDict(schema Schema, noDict []bool, codecs *Codecs) (*parquet.Schema, error) {
-	return ParquetSchemaCodecs(schema, noDict, codecs.For)
-}
-
-// ParquetSchemaCodecs is ParquetSchemaNoDict with each column's codec
-// given by codec, called once per column with its name.
-func ParquetSchemaCodecs(schema Schema, noDict []bool, codec func(column string) compress.Codec) (*parquet.Schema, error) {
+// uuidEncoding), else PLAIN. noDict may be shorter than the schema. codec,
+// called once per column with its name, gives the column's codec; nil
+// gives each column a codec of its own (see Codecs.For).
+func ParquetSchemaNoDict(schema Schema, noDict []bool, codec func(column string) compress.Codec) (*parquet.Schema, error) {
+	if codec == nil {
+		codec = (*Codecs)(nil).For
+	}
 	ps, _, err := parquetFields(schema, noDict, codec)
 	if err != nil {
 		return nil, fmt.Errorf("parquet schema: %w", err)
@@ -133,7 +131,7 @@ func ParquetSchemaCodecs(schema Schema, noDict []bool, codec func(column string)
 	return ps, nil
 }
 
-// parquetFields builds ParquetSchemaCodecs's schema and, for each column,
+// parquetFields builds ParquetSchemaNoDict's schema and, for each column,
 // the encoder of its Go values (see ParquetWriter).
 func parquetFields(schema Schema, noDict []bool, codec func(column string) compress.Codec) (*parquet.Schema, []func(any) (parquet.Value, error), error) {
 	if len(schema.Columns) == 0 {

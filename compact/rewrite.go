@@ -215,7 +215,7 @@ func Rewrite(ctx context.Context, open Opener, out cloud.Store, schema catalog.S
 // dictionary (DELTA_LENGTH_BYTE_ARRAY) where noDict says so, every column
 // compressed by its reusingCodec.
 func (rw *rewriter) parquetSchema(noDict []bool) (*parquet.Schema, error) {
-	return catalog.ParquetSchemaCodecs(rw.schema, noDict, func(name string) compress.Codec { return rw.codecs[name] })
+	return catalog.ParquetSchemaNoDict(rw.schema, noDict, func(name string) compress.Codec { return rw.codecs[name] })
 }
 
 // rewriter is the state of one Rewrite.
