@@ -46,12 +46,7 @@ func (cZstd) Decode(dst, src []byte) ([]byte, error) {
 		return dst[:0], nil
 	}
 	if u, ok := primedPage(src); ok {
-		if cap(dst) >= len(u) {
-			dst = dst[:len(u)]
-			copy(dst, u)
-			return dst, nil
-		}
-		return append(dst[:0], u...), nil
+		return append(dst[:0], u...), nil // in dst when it holds u
 	}
 	zc := zstdCtxs.Get().(ddzstd.Ctx) // a context both compresses and decompresses
 	out, err := zc.Decompress(dst[:cap(dst)], src)
