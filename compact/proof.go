@@ -239,9 +239,17 @@ type fileProof struct {
 	buf     []byte
 }
 
+// proves reports whether p holds reused pages to prove: the file must
+// then be opened with its page index (forFile).
+func (p *reuseProof) proves() bool { return p != nil && len(p.pages) > 0 }
+
 // forFile starts the proof of f, opened with its page index and read
-// through r, whose rows have the given number of columns.
+// through r, whose rows have the given number of columns; nil, which
+// proves nothing, when p has no page to prove.
 func (p *reuseProof) forFile(f *parquet.File, columns int, r io.ReaderAt) *fileProof {
+	if !p.proves() {
+		return nil
+	}
 	fp := &fileProof{proof: p, byCol: make([][]reusedPage, columns), offsets: f.OffsetIndexes(), r: r}
 	for _, pg := range p.pages {
 		if pg.col < columns {

@@ -14,17 +14,18 @@ import (
 // NULLs encodes to the same bytes whether DuckDB or parquet-go wrote it.
 // (Numbers and times: a text column without a dictionary is written
 // DELTA_LENGTH_BYTE_ARRAY, which zstd compresses faster and smaller than
-// PLAIN; see catalog.ParquetSchemaNoDict.) Such a page, when its input compressed it with zstd, is not compressed
-// again: the rewrite writes its values as a page of their own, and the
-// column's codec, told which bytes to expect, stores the input's
-// compressed bytes when parquet-go hands it exactly those. Any other page
-// (other bytes, a split page, another codec) is compressed as before, so
-// the output is the same either way but for the compression of the pages
-// reused. A reused page keeps the compression its writer chose: the codec
-// reuses pages only once it has compressed reuseLearnBytes of the column
-// itself, and only pages compressed no more than reuseSlack worse than
-// those. The values are still decoded, hashed and written as every other
-// value is; the read-back proves the page by its bytes (see reuseProof).
+// PLAIN; see catalog.ParquetSchemaNoDict.) Such a page, when its input
+// compressed it with zstd, is not compressed again: the rewrite writes its
+// values as a page of their own, and the column's codec, told which bytes
+// to expect, stores the input's compressed bytes when parquet-go hands it
+// exactly those. Any other page (other bytes, a split page, another codec)
+// is compressed as before, so the output is the same either way but for
+// the compression of the pages reused. A reused page keeps the compression
+// its writer chose: the codec reuses pages only once it has compressed
+// reuseLearnBytes of the column itself, and only pages compressed no more
+// than reuseSlack worse than those. The values are still decoded, hashed
+// and written as every other value is; the read-back proves the page by
+// its bytes (see reuseProof).
 
 // reusingCodec is the codec of one output column of one rewrite: the
 // column's own codec, except for the page it expects.

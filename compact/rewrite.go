@@ -1066,7 +1066,7 @@ func clonePartValues(m map[string]*string) map[string]*string {
 // outputs' side of the verification; it returns the file's footer stats.
 func (rw *rewriter) readBack(key string, r io.ReaderAt, size int64) (catalog.FileStats, error) {
 	open := catalog.OpenParquetFile
-	if len(rw.proof.pages) > 0 {
+	if rw.proof.proves() {
 		open = catalog.OpenParquetFileWithIndex // to seek past proven pages
 	}
 	f, err := open(key, r, size)
@@ -1134,10 +1134,7 @@ func fileChecksum(ctx context.Context, f *parquet.File, hashers []valueHasher, p
 	var ph pageHashes
 	vals := make([]parquet.Value, 4096)
 	cols := f.Root().Columns()
-	var fp *fileProof
-	if proof != nil && len(proof.pages) > 0 {
-		fp = proof.forFile(f, len(hashers), r)
-	}
+	fp := proof.forFile(f, len(hashers), r)
 	err = catalog.NoPanic(func() error {
 		var start int64 // the row group's first row in the file
 		for g, rg := range f.RowGroups() {
