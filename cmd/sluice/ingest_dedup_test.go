@@ -17,7 +17,7 @@ func TestIngestCommandDedupKey(t *testing.T) {
 	initEvents(t, loc)
 	writeEvents(t, land, "a.jsonl", 0, 100)
 	writeEvents(t, land, "b.jsonl", 50, 100) // 50..99 again
-	s := ingestSummary(t, mustSluice(t, "ingest", loc, "--from", land, "--dedup-key", "event_id", "--json"))
+	s := summaryOf(t, mustSluice(t, "ingest", loc, "--from", land, "--dedup-key", "event_id", "--json"))
 	for k, want := range map[string]float64{"records_in": 200, "rows_written": 150, "records_quarantined": 0,
 		"records_deduplicated": 50} {
 		if s[k] != want {
@@ -26,7 +26,7 @@ func TestIngestCommandDedupKey(t *testing.T) {
 	}
 	// A producer's retry lands in the next run: dropped too.
 	writeEvents(t, land, "c.jsonl", 140, 20) // 140..149 again
-	s = ingestSummary(t, mustSluice(t, "ingest", loc, "--from", land, "--dedup-key", "event_id", "--dedup-window", "1h", "--json"))
+	s = summaryOf(t, mustSluice(t, "ingest", loc, "--from", land, "--dedup-key", "event_id", "--dedup-window", "1h", "--json"))
 	if s["rows_written"] != 10.0 || s["records_deduplicated"] != 10.0 {
 		t.Fatalf("second run: %v", s)
 	}
@@ -52,7 +52,7 @@ func TestIngestCommandExtraColumn(t *testing.T) {
 			`{"event_id":"6f1c3b9e-2a4d-4b8e-9c1f-000000000002","list_id":2,"tally":1,"event_time":"2024-01-31T10:00:00Z"}`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s := ingestSummary(t, mustSluice(t, "ingest", loc, "--from", land, "--json"))
+	s := summaryOf(t, mustSluice(t, "ingest", loc, "--from", land, "--json"))
 	if s["rows_written"] != 2.0 {
 		t.Fatalf("%v", s)
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -39,22 +38,13 @@ func writeEvents(t *testing.T, dir, name string, from, n int) {
 	}
 }
 
-func ingestSummary(t *testing.T, r result) map[string]any {
-	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal([]byte(r.stdout), &m); err != nil {
-		t.Fatalf("--json output %q: %v (stderr %s)", r.stdout, err, r.stderr)
-	}
-	return m
-}
-
 func TestIngestCommandSummaryAndRerun(t *testing.T) {
 	dir := t.TempDir()
 	land, loc := filepath.Join(dir, "landing"), filepath.Join(dir, "events")
 	initEvents(t, loc)
 	writeEvents(t, land, "a.jsonl", 0, 100)
 	writeEvents(t, land, "b.jsonl", 100, 50)
-	s := ingestSummary(t, mustSluice(t, "ingest", loc, "--from", land, "--json"))
+	s := summaryOf(t, mustSluice(t, "ingest", loc, "--from", land, "--json"))
 	for k, want := range map[string]float64{"records_in": 150, "rows_written": 150, "records_quarantined": 0,
 		"files_in": 2, "files_failed": 0, "version": 2} {
 		if s[k] != want {
@@ -66,12 +56,12 @@ func TestIngestCommandSummaryAndRerun(t *testing.T) {
 			t.Errorf("%s = %v", k, s[k])
 		}
 	}
-	s = ingestSummary(t, mustSluice(t, "ingest", loc, "--from", land, "--json"))
+	s = summaryOf(t, mustSluice(t, "ingest", loc, "--from", land, "--json"))
 	if s["files_in"] != 0.0 || s["version"] != 2.0 {
 		t.Fatalf("second run took files: %v", s)
 	}
 	writeEvents(t, land, "c.jsonl", 150, 10)
-	s = ingestSummary(t, mustSluice(t, "ingest", loc, "--from", land, "--json"))
+	s = summaryOf(t, mustSluice(t, "ingest", loc, "--from", land, "--json"))
 	if s["files_in"] != 1.0 || s["rows_written"] != 10.0 {
 		t.Fatalf("third run: %v", s)
 	}
@@ -106,7 +96,7 @@ func TestIngestCommandBadInputCorpus(t *testing.T) {
 	initEvents(t, loc)
 	r := sluice(t, nil, "ingest", loc, "--from", land, "--json")
 	failsWithOneLine(t, result{r.code, "", r.stderr}, "incompatible.parquet", `"event_time"`, "date", "1 more failed")
-	s := ingestSummary(t, r)
+	s := summaryOf(t, r)
 	for k, want := range map[string]float64{"records_in": 14, "rows_written": 8, "records_quarantined": 6, "files_in": 7, "files_failed": 2} {
 		if s[k] != want {
 			t.Errorf("%s = %v, want %v", k, s[k], want)
@@ -121,7 +111,7 @@ func TestIngestCommandBadInputCorpus(t *testing.T) {
 	// A rerun takes nothing new, retries the failed file, and
 	// quarantines nothing twice.
 	r = sluice(t, nil, "ingest", loc, "--from", land, "--json")
-	if s := ingestSummary(t, r); r.code != 1 || s["files_in"] != 0.0 || s["files_failed"] != 2.0 {
+	if s := summaryOf(t, r); r.code != 1 || s["files_in"] != 0.0 || s["files_failed"] != 2.0 {
 		t.Fatalf("rerun: exit %d, %v", r.code, s)
 	}
 	if d := tableRead(t, loc+"_quarantine"); d.Rows != 6 {
@@ -138,11 +128,11 @@ func TestIngestCommandObjectStores(t *testing.T) {
 			writeEvents(t, local, "b.jsonl", 40, 40)
 			uploadDir(t, local, base+"/landing")
 			initEvents(t, base+"/events")
-			s := ingestSummary(t, mustSluice(t, "ingest", base+"/events", "--from", base+"/landing", "--json"))
+			s := summaryOf(t, mustSluice(t, "ingest", base+"/events", "--from", base+"/landing", "--json"))
 			if s["rows_written"] != 80.0 || s["files_in"] != 2.0 {
 				t.Fatalf("%v", s)
 			}
-			s = ingestSummary(t, mustSluice(t, "ingest", base+"/events", "--from", base+"/landing", "--json"))
+			s = summaryOf(t, mustSluice(t, "ingest", base+"/events", "--from", base+"/landing", "--json"))
 			if s["files_in"] != 0.0 {
 				t.Fatalf("rerun: %v", s)
 			}
@@ -194,7 +184,7 @@ func TestIngestCommandKilledRunsExactlyOnce(t *testing.T) {
 	if q := tableRead(t, loc+"_quarantine"); q.Rows != 5 {
 		t.Fatalf("quarantine holds %d rows, want 5 (one per bad record, never twice)", q.Rows)
 	}
-	s := ingestSummary(t, mustSluice(t, "ingest", loc, "--from", land, "--json"))
+	s := summaryOf(t, mustSluice(t, "ingest", loc, "--from", land, "--json"))
 	if s["files_in"] != 0.0 {
 		t.Fatalf("a final rerun took files: %v", s)
 	}

@@ -71,7 +71,7 @@ func killedKafkaRuns(t *testing.T, kills int, extra ...string) {
 	dir := t.TempDir()
 	ref := filepath.Join(dir, "reference")
 	initEvents(t, ref)
-	s := ingestSummary(t, mustSluice(t, "ingest", ref, "--from", src, "--json"))
+	s := summaryOf(t, mustSluice(t, "ingest", ref, "--from", src, "--json"))
 	if s["records_in"] != float64(n) || s["rows_written"] != float64(n-bad) || s["records_quarantined"] != float64(bad) {
 		t.Fatalf("reference run: %v", s)
 	}
@@ -99,7 +99,7 @@ func killedKafkaRuns(t *testing.T, kills int, extra ...string) {
 	if q := tableRead(t, loc+"_quarantine"); q.Rows != bad {
 		t.Fatalf("quarantine holds %d rows, want %d (one per bad record, never twice)", q.Rows, bad)
 	}
-	s = ingestSummary(t, mustSluice(t, append([]string{"ingest", loc, "--from", src, "--json"}, extra...)...))
+	s = summaryOf(t, mustSluice(t, append([]string{"ingest", loc, "--from", src, "--json"}, extra...)...))
 	if s["records_in"] != 0.0 {
 		t.Fatalf("a final rerun took records: %v", s)
 	}

@@ -64,6 +64,16 @@ func mustSluice(t *testing.T, args ...string) result {
 	return r
 }
 
+// summaryOf decodes the --json summary r printed.
+func summaryOf(t *testing.T, r result) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &m); err != nil {
+		t.Fatalf("--json output %q: %v (stderr %s)", r.stdout, err, r.stderr)
+	}
+	return m
+}
+
 // failsWithOneLine asserts exit code 1 and a single stderr line that
 // mentions every one of want.
 func failsWithOneLine(t *testing.T, r result, want ...string) {
