@@ -25,10 +25,9 @@ import (
 	"github.com/sluice-data/sluice/cloud"
 )
 
-// sparkDir holds Parquet files written by Spark (see its README.md). The
-// path is relative to this package's folder: the repository and shared/
-// sit side by side, here and in CI.
-const sparkDir = "../../shared/testdata/spark-written"
+// sparkDir holds Parquet files written by Spark (see its README.md),
+// relative to this package's folder.
+const sparkDir = "../testdata/spark-written"
 
 // --- a store that counts requests -------------------------------------------------
 
@@ -692,7 +691,7 @@ func sparkFiles(t *testing.T) map[string][]string {
 		return nil
 	})
 	if err != nil {
-		t.Fatalf("listing %s (shared/ must sit beside the repository): %v", sparkDir, err)
+		t.Fatalf("listing the Spark fixtures %s: %v", sparkDir, err)
 	}
 	return out
 }

@@ -43,7 +43,7 @@ func TestCompactSparkWrittenTables(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			dir := filepath.Join(t.TempDir(), name)
-			copyTree(t, filepath.Join("..", "..", "shared", "testdata", "spark-written", name), dir)
+			copyTree(t, filepath.Join("..", "testdata", "spark-written", name), dir)
 			tbl, err := catalog.Open(ctx, dir, catalog.Options{})
 			if err != nil {
 				t.Fatal(err)

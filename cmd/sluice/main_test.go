@@ -98,7 +98,7 @@ func repoRoot(t testing.TB) string {
 }
 
 func sparkDir(t testing.TB) string {
-	d := filepath.Join(repoRoot(t), "..", "shared", "testdata", "spark-written")
+	d := filepath.Join(repoRoot(t), "testdata", "spark-written")
 	if _, err := os.Stat(d); err != nil {
 		t.Fatalf("Spark fixtures: %v", err)
 	}
