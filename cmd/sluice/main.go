@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 )
@@ -22,26 +23,68 @@ func main() {
 }
 
 // run executes one command line and returns the exit code: 0 success, 1
-// failure, 2 usage error.
+// failure, 2 usage error. Every command's outcome goes through here: the
+// --json object (its summary, with "error" on a failure) on stdout, and
+// on a failure one line on stderr.
 func run(ctx context.Context, args []string) int {
 	app := newApp()
 	root := app.rootCommand()
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
+	if cmd == nil {
+		cmd = root
+	}
 	if app.stopProfile != nil {
 		app.stopProfile()
 	}
-	if err == nil {
-		return 0
-	}
 	var ue usageError
-	if errors.As(err, &ue) {
-		fmt.Fprintf(os.Stderr, "sluice: %s\n", oneLine(err.Error()))
-		fmt.Fprintf(os.Stderr, "Run 'sluice %s --help' for usage.\n", ue.cmd)
-		return 2
+	usage := errors.As(err, &ue)
+	code := 0
+	switch {
+	case usage:
+		code = 2
+	case err != nil:
+		code = 1
 	}
-	fmt.Fprintf(os.Stderr, "sluice: %s\n", oneLine(err.Error()))
-	return 1
+	var msg string
+	if err != nil {
+		msg = oneLine(err.Error())
+	}
+	// A usage error may stop flag parsing before --json is read, and a
+	// command that parses its own flags never reads it: the command line
+	// says then.
+	if app.jsonOut || ((usage || cmd.DisableFlagParsing) && jsonRequested(args)) {
+		if perr := app.printSummary(cmd, msg, usage); perr != nil && err == nil {
+			err, msg, code = perr, oneLine(perr.Error()), 1
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sluice: %s\n", msg)
+	}
+	if usage {
+		fmt.Fprintf(os.Stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
+	}
+	return code
+}
+
+// jsonRequested tells whether args hold --json (before a "--"), for when
+// the flags were not, or not all, parsed.
+func jsonRequested(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		if v, ok := strings.CutPrefix(a, "--json"); ok {
+			if v == "" {
+				return true
+			}
+			if v, ok := strings.CutPrefix(v, "="); ok {
+				b, err := strconv.ParseBool(v)
+				return err == nil && b
+			}
+		}
+	}
+	return false
 }
 
 // usageError marks a mistake in the command line (exit 2).
@@ -55,6 +98,5 @@ func (u usageError) Unwrap() error { return u.err }
 
 // oneLine folds an error onto one line: users grep logs line by line.
 func oneLine(s string) string {
-	s = strings.TrimSpace(s)
-	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+	return strings.Join(strings.Fields(s), " ")
 }

@@ -166,6 +166,9 @@ path on local disk, a full URL elsewhere. Only these files are the table:
 a folder may also hold files not yet committed or already replaced.`,
 		Args: exactArgs(1, "TABLE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("version") && version < 1 {
+				return usageError{cmd: "files", err: fmt.Errorf("files: --version %d: want a version number >= 1", version)}
+			}
 			t, err := a.openTable(cmd, args[0])
 			if err != nil {
 				return err
@@ -201,7 +204,7 @@ a folder may also hold files not yet committed or already replaced.`,
 			return w.Flush()
 		},
 	}
-	cmd.Flags().Int64Var(&version, "version", 0, "list the files of this version instead of the latest")
+	cmd.Flags().Int64Var(&version, "version", 0, "list the files of this version (>= 1) instead of the latest")
 	return cmd
 }
 
@@ -264,8 +267,11 @@ version N's. History is kept: the rollback is itself a version, and can be
 rolled back. Fails, committing nothing, if a file of version N was vacuumed.`,
 		Args: exactArgs(1, "TABLE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if to <= 0 {
+			switch {
+			case !cmd.Flags().Changed("to"):
 				return usageError{cmd: "rollback", err: fmt.Errorf("rollback: --to N is required (a version number >= 1)")}
+			case to < 1:
+				return usageError{cmd: "rollback", err: fmt.Errorf("rollback: --to %d: want a version number >= 1", to)}
 			}
 			t, err := a.openTable(cmd, args[0])
 			if err != nil {
