@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
@@ -74,7 +75,7 @@ was done before it.`,
 			return cmd.Help()
 		},
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
-			return a.setup()
+			return a.setup(cmd)
 		},
 	}
 	root.Flags().BoolVar(&a.version, "version", false, "print the version and commit sluice was built from")
@@ -94,7 +95,14 @@ was done before it.`,
 	return root
 }
 
-func (a *app) setup() error {
+func (a *app) setup(cmd *cobra.Command) error {
+	if strings.IndexFunc(a.runID, unicode.IsControl) >= 0 {
+		// A run ID prints in history's lines: a newline in it would
+		// fake a row.
+		bad := a.runID
+		a.runID = ""
+		return usageError{cmd: cmd.Name(), err: fmt.Errorf("--run-id %s: control characters are not allowed", strconv.Quote(bad))}
+	}
 	if a.cpuProfile != "" {
 		if f, err := os.Create(a.cpuProfile); err == nil && pprof.StartCPUProfile(f) == nil {
 			a.stopProfile = func() { pprof.StopCPUProfile(); f.Close() }
