@@ -92,7 +92,24 @@ was done before it.`,
 	for _, nb := range notBuilt {
 		root.AddCommand(nb.command())
 	}
+	root.SetHelpCommand(helpCommand())
 	return root
+}
+
+// helpCommand is cobra's help command, except that an unknown topic is a
+// usage error, as an unknown command is.
+func helpCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			topic, rest, err := cmd.Root().Find(args)
+			if err != nil || len(rest) > 0 {
+				return usageError{cmd: cmd.Name(), err: fmt.Errorf("help: unknown help topic %q", strings.Join(args, " "))}
+			}
+			return topic.Help()
+		},
+	}
 }
 
 func (a *app) setup(cmd *cobra.Command) error {

@@ -47,6 +47,7 @@ func TestUnknownCommandOrFlagExitsTwo(t *testing.T) {
 		"unknown command":            {"bogus"},
 		"misspelt command":           {"fils", loc},
 		"unknown command, then flag": {"bogus", "--json"},
+		"unknown help topic":         {"help", "bogus"},
 	}
 	for name, args := range contractCommands(loc, land) {
 		cases[name+" unknown flag"] = append(args, "--bogus")
@@ -57,7 +58,8 @@ func TestUnknownCommandOrFlagExitsTwo(t *testing.T) {
 			if r.code != 2 {
 				t.Fatalf("sluice %q: exit %d, want 2; stderr %s", args, r.code, r.stderr)
 			}
-			if !strings.HasPrefix(r.stderr, "sluice: unknown ") || r.stdout != "" && !strings.Contains(name, "then flag") {
+			if first, _, _ := strings.Cut(r.stderr, "\n"); !strings.HasPrefix(first, "sluice: ") || !strings.Contains(first, "unknown ") ||
+				r.stdout != "" && !strings.Contains(name, "then flag") {
 				t.Fatalf("stdout %q, stderr %q: want the mistake named on stderr alone", r.stdout, r.stderr)
 			}
 			r = sluice(t, nil, append([]string{"--json"}, args...)...)
