@@ -7,8 +7,10 @@ import (
 	"log/slog"
 	"os"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
@@ -25,6 +27,10 @@ type app struct {
 	stopProfile    func()
 	started        time.Time
 	logger         *slog.Logger
+	// result is the command's --json summary, printed by run once the
+	// command returns: with "error" added when it failed.
+	result  map[string]any
+	version bool
 }
 
 func newApp() *app {
@@ -46,30 +52,74 @@ change commits atomically by creating the next version; older versions stay
 for history, rollback and time travel.
 
 Exit codes: 0 success, 1 failure (one line on stderr naming what and where),
-2 usage error. --json prints a one-object summary on stdout.`,
-		SilenceErrors: true,
-		SilenceUsage:  true,
-		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
-			a.setup()
+2 usage error (an unknown command or flag included). --json prints a
+one-object summary on stdout; on a failure {"error": "...", ...} with what
+was done before it.`,
+		SilenceErrors:              true,
+		SilenceUsage:               true,
+		SuggestionsMinimumDistance: 2,
+		// Args and RunE make an unknown command a usage error (cobra's
+		// own "unknown command" is a plain error) and serve --version.
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case len(args) > 0:
+				err := fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())
+				if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+					err = fmt.Errorf("%w; did you mean %s?", err, strings.Join(s, " or "))
+				}
+				return usageError{cmd: cmd.Name(), err: err}
+			case a.version:
+				return a.printVersion()
+			}
+			return cmd.Help()
+		},
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return a.setup(cmd)
 		},
 	}
-	root.PersistentFlags().BoolVar(&a.jsonOut, "json", false, "print a one-object JSON summary on stdout")
+	root.Flags().BoolVar(&a.version, "version", false, "print the version and commit sluice was built from")
+	root.PersistentFlags().BoolVar(&a.jsonOut, "json", false, "print a one-object JSON summary on stdout; on a failure {\"error\": ..., ...} with what was done before it")
 	root.PersistentFlags().BoolVarP(&a.verbose, "verbose", "v", false, "log each phase to stderr (JSON lines when stderr is not a terminal)")
-	root.PersistentFlags().StringVar(&a.runID, "run-id", "", "identifier recorded in the manifest as the run that wrote it (default: a new UUID)")
+	root.PersistentFlags().StringVar(&a.runID, "run-id", "", "identifier recorded in the manifest as the run that wrote it, without control characters (default: a new UUID)")
 	root.PersistentFlags().StringVar(&a.cpuProfile, "cpuprofile", "", "write a CPU profile of the command to this file (for performance reports)")
 	_ = root.PersistentFlags().MarkHidden("cpuprofile")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return usageError{cmd: cmd.Name(), err: err}
 	})
 	root.AddCommand(a.initCommand(), a.importCommand(), a.filesCommand(), a.historyCommand(),
-		a.rollbackCommand(), a.vacuumCommand(), a.compactCommand(), a.ingestCommand())
+		a.rollbackCommand(), a.vacuumCommand(), a.compactCommand(), a.ingestCommand(), a.versionCommand())
 	for _, nb := range notBuilt {
 		root.AddCommand(nb.command())
 	}
+	root.SetHelpCommand(helpCommand())
 	return root
 }
 
-func (a *app) setup() {
+// helpCommand is cobra's help command, except that an unknown topic is a
+// usage error, as an unknown command is.
+func helpCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			topic, rest, err := cmd.Root().Find(args)
+			if err != nil || len(rest) > 0 {
+				return usageError{cmd: cmd.Name(), err: fmt.Errorf("help: unknown help topic %q", strings.Join(args, " "))}
+			}
+			return topic.Help()
+		},
+	}
+}
+
+func (a *app) setup(cmd *cobra.Command) error {
+	if strings.IndexFunc(a.runID, unicode.IsControl) >= 0 {
+		// A run ID prints in history's lines: a newline in it would
+		// fake a row.
+		bad := a.runID
+		a.runID = ""
+		return usageError{cmd: cmd.Name(), err: fmt.Errorf("--run-id %s: control characters are not allowed", strconv.Quote(bad))}
+	}
 	if a.cpuProfile != "" {
 		if f, err := os.Create(a.cpuProfile); err == nil && pprof.StartCPUProfile(f) == nil {
 			a.stopProfile = func() { pprof.StopCPUProfile(); f.Close() }
@@ -88,6 +138,7 @@ func (a *app) setup() {
 		h = slog.NewTextHandler(a.stderr, opts)
 	}
 	a.logger = slog.New(h).With("run", a.runID)
+	return nil
 }
 
 // exactArgs is cobra.ExactArgs returning a usage error.
@@ -100,17 +151,57 @@ func exactArgs(n int, names string) cobra.PositionalArgs {
 	}
 }
 
-// summary prints the --json summary object, adding seconds.
+// countsAtLeastOne refuses, as a usage error, a count flag of cmd given
+// below 1: the flags' zero means their default, and a negative count
+// means nothing.
+func countsAtLeastOne(cmd *cobra.Command, names ...string) error {
+	for _, name := range names {
+		f := cmd.Flags().Lookup(name)
+		if f == nil || !f.Changed {
+			continue
+		}
+		if n, err := strconv.ParseInt(f.Value.String(), 10, 64); err != nil || n < 1 {
+			return usageError{cmd: cmd.Name(), err: fmt.Errorf("%s: --%s %s: want a whole number >= 1", cmd.Name(), name, f.Value)}
+		}
+	}
+	return nil
+}
+
+// summary sets the command's --json summary: what it did. run prints it
+// when the command returns, with "error" added if it then fails; so a
+// command sets it as soon as it knows what it did, even on a failure.
+// It returns nil.
 func (a *app) summary(v map[string]any) error {
-	if !a.jsonOut {
-		return nil
+	a.result = v
+	return nil
+}
+
+// printSummary prints the --json object of cmd's run: its summary, with
+// "error" set to msg when msg is not empty and "usage" when the command
+// line was wrong, plus seconds and the run ID. A command that set no
+// summary and succeeded (help) prints nothing.
+func (a *app) printSummary(cmd *cobra.Command, msg string, usage bool) error {
+	v := a.result
+	if v == nil {
+		if msg == "" {
+			return nil
+		}
+		v = map[string]any{}
+	}
+	if _, ok := v["command"]; !ok && cmd.HasParent() {
+		v["command"] = strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
+	}
+	if msg != "" {
+		v["error"] = msg
+	}
+	if usage {
+		v["usage"] = true
 	}
 	v["seconds"] = time.Since(a.started).Seconds()
-	if _, ok := v["run"]; !ok {
+	if _, ok := v["run"]; !ok && a.runID != "" {
 		v["run"] = a.runID
 	}
-	enc := json.NewEncoder(a.stdout)
-	return enc.Encode(v)
+	return json.NewEncoder(a.stdout).Encode(v)
 }
 
 // orEmpty returns s, or an empty slice for nil, so that a list in a --json

@@ -43,12 +43,13 @@ others go on; the exit code is then 1.`,
 		Args: exactArgs(1, "TABLE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			t, err := a.openTable(cmd, args[0])
-			if err != nil {
+			// The command line is checked before the table is opened:
+			// a usage error is one whatever the table.
+			if err := countsAtLeastOne(cmd, "min-input-files", "max-commits", "workers"); err != nil {
 				return err
 			}
-			defer t.Close()
 			var target uint64 // zero: the table's own
+			var err error
 			if targetSize != "" {
 				if target, err = humanize.ParseBytes(targetSize); err != nil || target == 0 {
 					return usageError{cmd: "compact", err: fmt.Errorf("--target-file-size %q: want a size such as 256MiB", targetSize)}
@@ -56,7 +57,7 @@ others go on; the exit code is then 1.`,
 			}
 			var budget uint64
 			if memory != "" {
-				if budget, err = humanize.ParseBytes(memory); err != nil {
+				if budget, err = humanize.ParseBytes(memory); err != nil || budget == 0 {
 					return usageError{cmd: "compact", err: fmt.Errorf("--memory %q: want a size such as 384MiB", memory)}
 				}
 			}
@@ -71,13 +72,15 @@ others go on; the exit code is then 1.`,
 			if err := o.Validate(); err != nil {
 				return usageError{cmd: "compact", err: err}
 			}
-			defer runtime.GOMAXPROCS(spareProcs())
-			res, err := compact.Run(ctx, t, o)
-			bar.done()
+			t, err := a.openTable(cmd, args[0])
 			if err != nil {
-				return fmt.Errorf("compact %s: %w", args[0], err)
+				return err
 			}
-			if dryRun && !a.jsonOut {
+			defer t.Close()
+			defer runtime.GOMAXPROCS(spareProcs())
+			res, runErr := compact.Run(ctx, t, o)
+			bar.done()
+			if dryRun && !a.jsonOut && runErr == nil {
 				fmt.Fprint(a.stdout, res.Plan.String())
 			}
 			out := map[string]any{"command": "compact", "table": args[0], "dry_run": dryRun,
@@ -94,25 +97,29 @@ others go on; the exit code is then 1.`,
 			if res.Seconds > 0 {
 				out["mb_per_s"] = float64(res.BytesIn) / 1e6 / res.Seconds
 			}
+			if runErr != nil {
+				// What committed before the failure stays committed:
+				// the summary says so.
+				a.summary(out)
+				return fmt.Errorf("compact %s: %w", args[0], runErr)
+			}
 			if !dryRun {
 				a.note("compacted %d partitions: %d files -> %d (%s -> %s) in %.1fs",
 					res.Partitions, res.FilesIn, res.FilesOut, humanize.IBytes(uint64(res.BytesIn)), humanize.IBytes(uint64(res.BytesOut)), res.Seconds)
 			}
-			if err := a.summary(out); err != nil {
-				return err
-			}
+			a.summary(out)
 			return res.Err()
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&targetSize, "target-file-size", "", "output file size (default: the table's target_file_size, else 256MiB)")
-	f.IntVar(&minInputFiles, "min-input-files", 0, "rewrite a partition only with at least this many small files (default 5)")
+	f.IntVar(&minInputFiles, "min-input-files", 0, "rewrite a partition only with at least this many small files, >= 1 (default 5)")
 	f.StringArrayVar(&partitions, "partition", nil, "compact only this partition (e.g. date=2024-01-31); repeatable")
 	f.BoolVar(&dryRun, "dry-run", false, "print the plan (partitions, files in and out, bytes) and change nothing")
 	f.BoolVar(&includeCurrent, "include-current", false, "also compact the current UTC day's partition")
 	f.DurationVar(&minFileAge, "min-file-age", 0, "skip files committed less than this long ago (default 0: off)")
-	f.IntVar(&maxCommits, "max-commits", 0, "commit in at most this many groups of partitions (default 10)")
-	f.IntVar(&workers, "workers", 0, "bins rewritten at once (default: number of CPUs)")
+	f.IntVar(&maxCommits, "max-commits", 0, "commit in at most this many groups of partitions, >= 1 (default 10)")
+	f.IntVar(&workers, "workers", 0, "bins rewritten at once, >= 1 (default: number of CPUs)")
 	f.StringVar(&memory, "memory", "", "bytes all workers together may buffer (default 384MiB)")
 	return cmd
 }

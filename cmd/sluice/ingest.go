@@ -66,6 +66,9 @@ records_deduplicated.`,
 			if from == "" {
 				return usageError{cmd: "ingest", err: errors.New("ingest: --from SOURCE is required")}
 			}
+			if err := countsAtLeastOne(cmd, "max-records"); err != nil {
+				return err
+			}
 			kafka := strings.HasPrefix(strings.ToLower(from), "kafka://")
 			o := ingest.Options{Format: ingest.Format(format), MaxRecords: maxRecords, MinAge: minAge,
 				EpochUnit: ingest.EpochUnit(epochUnit), Quarantine: quarantine, OrderedNames: ordered,
@@ -108,6 +111,11 @@ records_deduplicated.`,
 			res, err := ingest.Run(cmd.Context(), t, from, o)
 			bar.done()
 			if err != nil && !errors.Is(err, ingest.ErrFilesFailed) {
+				// The counts say how far the run got, and the versions
+				// what it committed before the failure (a Kafka run
+				// commits as partitions move; the quarantine table
+				// commits first), as on a success.
+				a.summary(ingestSummary(args[0], from, kafka, res))
 				if errors.Is(err, catalog.ErrTableNotFound) {
 					return fmt.Errorf("%w (create it first with 'sluice init')", err)
 				}
@@ -123,22 +131,7 @@ records_deduplicated.`,
 				a.note("took %d of %d files: %d records, %d rows written, %d quarantined, %d files failed; %s at version %d",
 					res.FilesIn, res.FilesSeen, res.RecordsIn, res.RowsWritten, res.RecordsQuarantined, res.FilesFailed, args[0], res.Version)
 			}
-			out := map[string]any{"command": "ingest", "table": args[0], "source": from,
-				"records_in": res.RecordsIn, "rows_written": res.RowsWritten, "records_quarantined": res.RecordsQuarantined,
-				"files_in": res.FilesIn, "files_failed": res.FilesFailed, "files_waiting": res.FilesWaiting,
-				"files_out": res.FilesOut, "bytes_in": res.BytesIn, "version": res.Version,
-				"partitions": orEmpty(res.Partitions)}
-			out["records_deduplicated"] = res.RecordsDeduplicated
-			if kafka {
-				out["records_skipped"] = res.RecordsSkipped
-				out["kafka_partitions"] = orEmpty(res.KafkaPartitions)
-			}
-			if res.QuarantineVersion > 0 {
-				out["quarantine_version"] = res.QuarantineVersion
-			}
-			if serr := a.summary(out); serr != nil {
-				return serr
-			}
+			a.summary(ingestSummary(args[0], from, kafka, res))
 			return err
 		},
 	}
@@ -158,4 +151,22 @@ records_deduplicated.`,
 	cmd.Flags().StringVar(&group, "group", "", "Kafka: consumer group sharing the topic's partitions between instances (default \"sluice:\" + the table's location)")
 	cmd.Flags().StringVar(&instanceID, "instance-id", "", "Kafka: static group member ID; a restart with the same ID takes its partitions back at once (one running instance per ID)")
 	return cmd
+}
+
+// ingestSummary is ingest's --json summary of res.
+func ingestSummary(table, from string, kafka bool, res ingest.Result) map[string]any {
+	out := map[string]any{"command": "ingest", "table": table, "source": from,
+		"records_in": res.RecordsIn, "rows_written": res.RowsWritten, "records_quarantined": res.RecordsQuarantined,
+		"files_in": res.FilesIn, "files_failed": res.FilesFailed, "files_waiting": res.FilesWaiting,
+		"files_out": res.FilesOut, "bytes_in": res.BytesIn, "version": res.Version,
+		"partitions": orEmpty(res.Partitions)}
+	out["records_deduplicated"] = res.RecordsDeduplicated
+	if kafka {
+		out["records_skipped"] = res.RecordsSkipped
+		out["kafka_partitions"] = orEmpty(res.KafkaPartitions)
+	}
+	if res.QuarantineVersion > 0 {
+		out["quarantine_version"] = res.QuarantineVersion
+	}
+	return out
 }

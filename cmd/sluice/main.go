@@ -10,8 +10,10 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
+	"unicode"
 )
 
 func main() {
@@ -22,26 +24,68 @@ func main() {
 }
 
 // run executes one command line and returns the exit code: 0 success, 1
-// failure, 2 usage error.
+// failure, 2 usage error. Every command's outcome goes through here: the
+// --json object (its summary, with "error" on a failure) on stdout, and
+// on a failure one line on stderr.
 func run(ctx context.Context, args []string) int {
 	app := newApp()
 	root := app.rootCommand()
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
+	if cmd == nil {
+		cmd = root
+	}
 	if app.stopProfile != nil {
 		app.stopProfile()
 	}
-	if err == nil {
-		return 0
-	}
 	var ue usageError
-	if errors.As(err, &ue) {
-		fmt.Fprintf(os.Stderr, "sluice: %s\n", oneLine(err.Error()))
-		fmt.Fprintf(os.Stderr, "Run 'sluice %s --help' for usage.\n", ue.cmd)
-		return 2
+	usage := errors.As(err, &ue)
+	code := 0
+	switch {
+	case usage:
+		code = 2
+	case err != nil:
+		code = 1
 	}
-	fmt.Fprintf(os.Stderr, "sluice: %s\n", oneLine(err.Error()))
-	return 1
+	var msg string
+	if err != nil {
+		msg = oneLine(err.Error())
+	}
+	// A usage error may stop flag parsing before --json is read, and a
+	// command that parses its own flags never reads it: the command line
+	// says then.
+	if app.jsonOut || ((usage || cmd.DisableFlagParsing) && jsonRequested(args)) {
+		if perr := app.printSummary(cmd, msg, usage); perr != nil && err == nil {
+			err, msg, code = perr, oneLine(perr.Error()), 1
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sluice: %s\n", msg)
+	}
+	if usage {
+		fmt.Fprintf(os.Stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
+	}
+	return code
+}
+
+// jsonRequested tells whether args hold --json (before a "--"), for when
+// the flags were not, or not all, parsed.
+func jsonRequested(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		if v, ok := strings.CutPrefix(a, "--json"); ok {
+			if v == "" {
+				return true
+			}
+			if v, ok := strings.CutPrefix(v, "="); ok {
+				b, err := strconv.ParseBool(v)
+				return err == nil && b
+			}
+		}
+	}
+	return false
 }
 
 // usageError marks a mistake in the command line (exit 2).
@@ -54,7 +98,22 @@ func (u usageError) Error() string { return u.err.Error() }
 func (u usageError) Unwrap() error { return u.err }
 
 // oneLine folds an error onto one line: users grep logs line by line.
+// Control characters left after folding (a name from the data may hold
+// any) are escaped, so that the line cannot move the cursor or fake
+// another.
 func oneLine(s string) string {
-	s = strings.TrimSpace(s)
-	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+	s = strings.Join(strings.Fields(s), " ")
+	if strings.IndexFunc(s, unicode.IsControl) < 0 {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

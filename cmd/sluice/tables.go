@@ -158,14 +158,26 @@ skipped, as Spark and Delta use them for metadata.`,
 
 func (a *app) filesCommand() *cobra.Command {
 	var version int64
+	var nul bool
 	cmd := &cobra.Command{
-		Use:   "files TABLE [--version N]",
+		Use:   "files TABLE [--version N] [-0]",
 		Short: "List the live data files, one a line",
 		Long: `List the live data files of TABLE (or of version N), one a line: an absolute
 path on local disk, a full URL elsewhere. Only these files are the table:
-a folder may also hold files not yet committed or already replaced.`,
+a folder may also hold files not yet committed or already replaced.
+
+A name holding a control character (a newline, a tab, an escape), bytes
+that are not UTF-8, or starting with a double quote prints quoted and
+escaped as Go does ("date=a\nb/part-0.parquet"): one file is always one
+line. With -0 each name prints as it is, followed by a NUL byte, as
+find -print0 does, for xargs -0.`,
+		Example: `  sluice files ./lake/events --version 3
+  sluice files ./lake/events -0 | xargs -0 du -ch`,
 		Args: exactArgs(1, "TABLE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("version") && version < 1 {
+				return usageError{cmd: "files", err: fmt.Errorf("files: --version %d: want a version number >= 1", version)}
+			}
 			t, err := a.openTable(cmd, args[0])
 			if err != nil {
 				return err
@@ -196,12 +208,19 @@ a folder may also hold files not yet committed or already replaced.`,
 			}
 			w := bufferedStdout(a)
 			for _, f := range files {
-				fmt.Fprintln(w, t.FileURL(f))
+				if nul {
+					w.WriteString(t.FileURL(f))
+					w.WriteByte(0)
+				} else {
+					w.WriteString(textName(t.FileURL(f)))
+					w.WriteByte('\n')
+				}
 			}
 			return w.Flush()
 		},
 	}
-	cmd.Flags().Int64Var(&version, "version", 0, "list the files of this version instead of the latest")
+	cmd.Flags().Int64Var(&version, "version", 0, "list the files of this version (>= 1) instead of the latest")
+	cmd.Flags().BoolVarP(&nul, "null", "0", false, "end each name with a NUL byte instead of a newline, and print it unescaped (for xargs -0)")
 	return cmd
 }
 
@@ -209,7 +228,12 @@ func (a *app) historyCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "history TABLE",
 		Short: "Show the table's versions: number, time, operation, run, files and rows added/removed",
-		Args:  exactArgs(1, "TABLE"),
+		Long: `Show the table's versions, one a line: number, commit time (UTC), operation,
+run ID, files and rows added/removed, and the files and rows of the table
+at that version. A run ID or operation holding a control character prints
+quoted and escaped as Go does, so that one version is always one line.
+--json lists them as {"versions":[{"version":N,"operation":"...",...}]}.`,
+		Args: exactArgs(1, "TABLE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			t, err := a.openTable(cmd, args[0])
 			if err != nil {
@@ -245,7 +269,7 @@ func (a *app) historyCommand() *cobra.Command {
 				}
 				files, rows, _ := m.Totals()
 				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t+%d/-%d\t+%d/-%d\t%d\t%d\n", m.Version,
-					m.CommittedAt.UTC().Format("2006-01-02 15:04:05Z"), op, m.RunID,
+					m.CommittedAt.UTC().Format("2006-01-02 15:04:05Z"), textName(op), textName(m.RunID),
 					m.Summary.FilesAdded, m.Summary.FilesRemoved, m.Summary.RowsAdded, m.Summary.RowsRemoved, files, rows)
 			}
 			return tw.Flush()
@@ -264,8 +288,11 @@ version N's. History is kept: the rollback is itself a version, and can be
 rolled back. Fails, committing nothing, if a file of version N was vacuumed.`,
 		Args: exactArgs(1, "TABLE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if to <= 0 {
+			switch {
+			case !cmd.Flags().Changed("to"):
 				return usageError{cmd: "rollback", err: fmt.Errorf("rollback: --to N is required (a version number >= 1)")}
+			case to < 1:
+				return usageError{cmd: "rollback", err: fmt.Errorf("rollback: --to %d: want a version number >= 1", to)}
 			}
 			t, err := a.openTable(cmd, args[0])
 			if err != nil {
@@ -317,7 +344,7 @@ files it wrote. --dry-run lists what would be deleted.`,
 			if dryRun {
 				w := bufferedStdout(a)
 				for _, d := range res.Deleted {
-					fmt.Fprintln(w, d)
+					fmt.Fprintln(w, textName(d))
 				}
 				if err := w.Flush(); err != nil {
 					return err
