@@ -10,21 +10,22 @@ const Redacted = "REDACTED"
 
 var (
 	// urlRE finds URLs in running text: a scheme, "://", then anything up
-	// to white space, a quote, an angle bracket or ';' (the separator of
-	// connection strings, which SAS tokens never hold unescaped).
-	urlRE = regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.\-]*://[^\s"'<>;]+`)
+	// to white space, a quote, an angle bracket, ';' (the separator of
+	// connection strings, which SAS tokens never hold unescaped) or '\\'
+	// (which escapes the closing quote of a string in JSON or Go syntax).
+	urlRE = regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.\-]*://[^\s"'<>;\\]+`)
 	// bareQueryRE finds a query string outside a URL ("/c/blob?sv=..&sig=..",
 	// as some SDKs print a request's path): a '?' and key=value pairs.
-	bareQueryRE = regexp.MustCompile(`\?[^\s"'<>;?#=&]*=[^\s"'<>;#]*`)
+	bareQueryRE = regexp.MustCompile(`\?[^\s"'<>;?#=&\\]*=[^\s"'<>;#\\]*`)
 	// secretKeyRE finds key=value pairs whose value is a secret wherever
 	// they stand: in connection strings, headers quoted by an SDK, or a
 	// URL's query that was escaped into another one.
-	secretKeyRE = regexp.MustCompile(`(?i)\b(AccountKey|sig|signature|X-Amz-Signature|X-Amz-Credential|X-Amz-Security-Token|password|passwd|pwd|secret|token|access_token|client_secret)=([^\s"'<>&;,]+)`)
+	secretKeyRE = regexp.MustCompile(`(?i)\b(AccountKey|sig|signature|X-Amz-Signature|X-Amz-Credential|X-Amz-Security-Token|password|passwd|pwd|secret|token|access_token|client_secret)=([^\s"'<>&;,\\]+)`)
 	// sasRE is a connection string's SharedAccessSignature, whose value is a
 	// whole query string and runs to the next ';'.
-	sasRE = regexp.MustCompile(`(?i)\b(SharedAccessSignature)=([^\s"'<>;]+)`)
+	sasRE = regexp.MustCompile(`(?i)\b(SharedAccessSignature)=([^\s"'<>;\\]+)`)
 	// authRE is an Authorization header's credential.
-	authRE = regexp.MustCompile(`(?i)\b(Bearer|SharedKey|Basic)\s+([^\s"'<>,]+)`)
+	authRE = regexp.MustCompile(`(?i)\b(Bearer|SharedKey|Basic)\s+([^\s"'<>,\\]+)`)
 )
 
 // Redact returns s with the secrets that locations, URLs and connection

@@ -61,6 +61,10 @@ func TestRedact(t *testing.T) {
 			"Authorization: SharedKey dev:SIG= Authorization: Bearer eyJ0",
 			"Authorization: SharedKey REDACTED Authorization: Bearer REDACTED",
 		},
+		"a URL quoted inside a JSON string keeps the escape of its closing quote": {
+			`{"msg":"get: Get \"http://h/b?sig=SIG\": dial","err":"sig=SIG\"x"}`,
+			`{"msg":"get: Get \"http://h/b?sig=REDACTED\": dial","err":"sig=REDACTED\"x"}`,
+		},
 		"text without secrets is unchanged": {
 			`/lake/t/date=2024-01-31/part-0.parquet: stat: no such file or directory; s3://b/t/_sluice/v/00000000000000000001.json: get: not found`,
 			`/lake/t/date=2024-01-31/part-0.parquet: stat: no such file or directory; s3://b/t/_sluice/v/00000000000000000001.json: get: not found`,

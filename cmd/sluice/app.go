@@ -28,7 +28,7 @@ type app struct {
 }
 
 func newApp() *app {
-	return &app{stdout: os.Stdout, stderr: os.Stderr, started: time.Now()}
+	return &app{stdout: os.Stdout, stderr: redactingWriter{os.Stderr}, started: time.Now()}
 }
 
 // stderrIsTTY tells whether a person is watching: progress bars and
@@ -82,7 +82,7 @@ func (a *app) setup() {
 	if a.verbose {
 		level = slog.LevelInfo
 	}
-	opts := &slog.HandlerOptions{Level: level}
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: redactAttr}
 	var h slog.Handler = slog.NewJSONHandler(a.stderr, opts)
 	if stderrIsTTY() {
 		h = slog.NewTextHandler(a.stderr, opts)
@@ -105,6 +105,7 @@ func (a *app) summary(v map[string]any) error {
 	if !a.jsonOut {
 		return nil
 	}
+	redactSummary(v)
 	v["seconds"] = time.Since(a.started).Seconds()
 	if _, ok := v["run"]; !ok {
 		v["run"] = a.runID

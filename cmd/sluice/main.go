@@ -27,7 +27,7 @@ func run(ctx context.Context, args []string) int {
 	app := newApp()
 	root := app.rootCommand()
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	err := redactErr(root.ExecuteContext(ctx))
 	if app.stopProfile != nil {
 		app.stopProfile()
 	}
