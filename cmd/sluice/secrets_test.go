@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -172,4 +174,29 @@ func azuriteEndpoint(t *testing.T) string {
 	}
 	t.Fatal("no BlobEndpoint in Azurite's connection string")
 	return ""
+}
+
+// TestVerboseLogRedacted logs, through the logger -v sets up, a message, an
+// error and a string that hold secrets: the JSON line holds none of them
+// and still parses.
+func TestVerboseLogRedacted(t *testing.T) {
+	var buf bytes.Buffer
+	a := newApp()
+	a.stderr, a.verbose = &buf, true
+	a.setup()
+	a.logger.Info("read https://acct.blob.core.windows.net/c/k?sv=1&sig=SENTINELMSG",
+		"err", errors.New(`get: Get "http://127.0.0.1:1/c/k?sig=SENTINELERR": dial tcp`),
+		"source", "kafka://reader:SENTINELPASS@b1:9092/events",
+		slog.Group("store", "conn", "AccountName=a;AccountKey=SENTINELKEY;"))
+	line := buf.String()
+	if strings.Contains(line, "SENTINEL") {
+		t.Fatalf("-v log line holds a secret: %s", line)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &m); err != nil {
+		t.Fatalf("-v log line %q: %v", line, err)
+	}
+	if m["source"] != "kafka://reader:REDACTED@b1:9092/events" {
+		t.Fatalf("source logged as %v, want the URL with its password redacted", m["source"])
+	}
 }
