@@ -119,7 +119,7 @@ func credentialsInURL(scheme, rest string) string {
 	if strings.Contains(rest, "?") {
 		switch {
 		case azure:
-			return "an Azure location takes no query: give a SAS token in AZURE_STORAGE_CONNECTION_STRING (BlobEndpoint=...;SharedAccessSignature=...)"
+			return "an Azure location takes no query: give a SAS token as the SharedAccessSignature of AZURE_STORAGE_CONNECTION_STRING, beside its BlobEndpoint"
 		case scheme == "s3":
 			return "an s3:// location takes no query (it would become part of object names): credentials come from the AWS environment"
 		case scheme == "file":
