@@ -10,6 +10,13 @@ import (
 // errors.Is / errors.As. The cause's own text is left out when detail
 // already says it, which keeps SDK errors that span several lines (azcore's
 // ResponseError) out of the message.
+//
+// The message never carries a secret: the SDKs' errors embed the request
+// URL (net/http's *url.Error, azcore.ResponseError, smithy's errors), and
+// with a SAS token that URL holds the signature. Error passes the whole
+// line through Redact, and Unwrap hands out the cause wrapped so that its
+// Error is redacted too; errors.Is and errors.As still reach the cause
+// itself (whose own text is then the holder's to keep to itself).
 type opError struct {
 	url    string
 	op     string
@@ -25,7 +32,7 @@ func (e *opError) Error() string {
 	b.WriteString(e.op)
 	if e.detail != "" {
 		b.WriteString(": ")
-		b.WriteString(oneLine(e.detail))
+		b.WriteString(oneLine(Redact(e.detail)))
 	}
 	if e.kind != nil {
 		b.WriteString(": ")
@@ -35,7 +42,7 @@ func (e *opError) Error() string {
 			b.WriteString(e.kind.Error())
 		}
 	}
-	return b.String()
+	return Redact(b.String())
 }
 
 func (e *opError) Unwrap() []error {
@@ -44,10 +51,17 @@ func (e *opError) Unwrap() []error {
 		errs = append(errs, e.kind)
 	}
 	if e.cause != nil {
-		errs = append(errs, e.cause)
+		errs = append(errs, redactedError{e.cause})
 	}
 	return errs
 }
+
+// redactedError is a cause whose text is redacted; it unwraps to the
+// cause, so errors.Is and errors.As see through it.
+type redactedError struct{ err error }
+
+func (r redactedError) Error() string { return Redact(r.err.Error()) }
+func (r redactedError) Unwrap() error { return r.err }
 
 // oneLine folds a multi-line message onto one line and caps its length, so
 // a log line stays a log line.

@@ -42,10 +42,20 @@ type Location struct {
 //	wasbs://container@account.blob.core.windows.net/prefix  Azure Blob
 //
 // Any other scheme, or a URL missing its bucket, container or account,
-// fails with an error wrapping ErrUnsupportedURL that names the location.
+// fails with an error wrapping ErrUnsupportedURL that names the location
+// (through Redact: a refused location may hold a secret).
+//
+// A URL location takes no query and no user info: credentials come from
+// the environment (see Open), never from the location, which is printed,
+// logged and recorded. A '?' would otherwise slip into object names
+// (s3://b/t?x puts keys under "t?x"), or be dropped without a word
+// (file:///t?x), or carry a SAS token that every error would then print.
+// So a query is refused, with a message saying where the credential goes;
+// a '?' that belongs in a name is written %3F in a file:// URL, or the
+// location given as a plain path.
 func ParseLocation(location string) (Location, error) {
 	bad := func(why string) (Location, error) {
-		return Location{}, fmt.Errorf("%q: %s: %w", location, why, ErrUnsupportedURL)
+		return Location{}, fmt.Errorf("%q: %s: %w", Redact(location), why, ErrUnsupportedURL)
 	}
 	if location == "" {
 		return bad("empty location")
@@ -58,6 +68,9 @@ func ParseLocation(location string) (Location, error) {
 			return bad(err.Error())
 		}
 		return Location{Kind: KindLocal, Path: abs}, nil
+	}
+	if why := credentialsInURL(strings.ToLower(scheme), rest); why != "" {
+		return bad(why)
 	}
 	switch strings.ToLower(scheme) {
 	case "file":
@@ -96,6 +109,30 @@ func ParseLocation(location string) (Location, error) {
 	default:
 		return bad(fmt.Sprintf("unknown scheme %q (want a path, file://, s3://, az://, abfss:// or wasbs://)", scheme))
 	}
+}
+
+// credentialsInURL says why a URL location with a query or user info is
+// refused, or returns "" if it has neither. rest is the URL after "://".
+func credentialsInURL(scheme, rest string) string {
+	authority, _, _ := strings.Cut(rest, "/")
+	azure := scheme == "az" || scheme == "abfss" || scheme == "abfs" || scheme == "wasbs" || scheme == "wasb"
+	if strings.Contains(rest, "?") {
+		switch {
+		case azure:
+			return "an Azure location takes no query: give a SAS token as the SharedAccessSignature of AZURE_STORAGE_CONNECTION_STRING, beside its BlobEndpoint"
+		case scheme == "s3":
+			return "an s3:// location takes no query (it would become part of object names): credentials come from the AWS environment"
+		case scheme == "file":
+			return "a file:// location takes no query: write a '?' in a folder name as %3F, or give a plain path"
+		}
+	}
+	// abfss:// and wasbs:// name the container as the user info, so only
+	// a password there is refused.
+	user, _, hasUser := strings.Cut(authority, "@")
+	if hasUser && (scheme == "s3" || scheme == "az" || (azure && strings.Contains(user, ":"))) {
+		return "a " + scheme + ":// location takes no user info: credentials come from the environment"
+	}
+	return ""
 }
 
 // cleanPrefix trims the slashes around a prefix and collapses repeated ones.
@@ -198,7 +235,7 @@ func Open(ctx context.Context, location string) (Store, error) {
 // OpenWithOptions is Open with explicit options.
 func OpenWithOptions(ctx context.Context, location string, opts Options) (Store, error) {
 	if err := opts.Validate(); err != nil {
-		return nil, fmt.Errorf("open %s: %w", location, err)
+		return nil, fmt.Errorf("open %s: %w", Redact(location), err)
 	}
 	l, err := ParseLocation(location)
 	if err != nil {
@@ -212,5 +249,5 @@ func OpenWithOptions(ctx context.Context, location string, opts Options) (Store,
 	case KindAzure:
 		return newAzureStore(ctx, l, opts)
 	}
-	return nil, fmt.Errorf("%q: %w", location, ErrUnsupportedURL)
+	return nil, fmt.Errorf("%q: %w", Redact(location), ErrUnsupportedURL)
 }

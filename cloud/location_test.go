@@ -3,6 +3,7 @@ package cloud_test
 import (
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/sluice-data/sluice/cloud"
@@ -55,6 +56,42 @@ func TestLocationStringAndJoin(t *testing.T) {
 		}
 		if got := l.String(); got != c.canonical {
 			t.Errorf("ParseLocation(%q).String() = %q, want %q", c.loc, got, c.canonical)
+		}
+	}
+}
+
+// A query or user info on a URL location is refused, never folded into
+// object names or dropped, and the refusal names the location without
+// the secret it held.
+func TestParseLocationRefusesQueryAndUserInfo(t *testing.T) {
+	for _, c := range []struct{ in, says string }{
+		{"az://devstoreaccount1/c/t?sv=2022-11-02&sig=SENTINELSIG", "SharedAccessSignature"},
+		{"abfss://c@acct.dfs.core.windows.net/t?sig=SENTINELSIG", "SharedAccessSignature"},
+		{"wasbs://c@acct.blob.core.windows.net/t?sig=SENTINELSIG", "SharedAccessSignature"},
+		{"s3://bkt/t?X-Amz-Signature=SENTINELSIG", "object names"},
+		{"s3://bkt?X-Amz-Security-Token=SENTINELSIG", "object names"},
+		{"file:///lake/t?token=SENTINELSIG", "%3F"},
+		{"s3://AKIA:SENTINELSIG@bkt/t", "no user info"},
+		{"az://user:SENTINELSIG@acct/c/t", "no user info"},
+		{"abfss://c:SENTINELSIG@acct.dfs.core.windows.net/t", "no user info"},
+	} {
+		l, err := cloud.ParseLocation(c.in)
+		if !errors.Is(err, cloud.ErrUnsupportedURL) {
+			t.Errorf("ParseLocation(%q) = %+v, %v; want ErrUnsupportedURL", c.in, l, err)
+			continue
+		}
+		if msg := err.Error(); strings.Contains(msg, "SENTINELSIG") || !strings.Contains(msg, c.says) {
+			t.Errorf("ParseLocation(%q): %q; want it to say %q and not hold the secret", c.in, msg, c.says)
+		}
+	}
+	// A '?' that belongs to a folder's name is still reachable.
+	for in, want := range map[string]string{
+		"/lake/what?":          "/lake/what?",
+		"file:///lake/what%3F": "/lake/what?",
+	} {
+		l, err := cloud.ParseLocation(in)
+		if err != nil || l.Path != want {
+			t.Errorf("ParseLocation(%q) = %+v, %v; want path %q", in, l, err, want)
 		}
 	}
 }

@@ -61,6 +61,11 @@ func parseKafkaURL(s string) (kafkaSource, error) {
 	}
 	rest := s[len(scheme):]
 	hosts, topic, ok := strings.Cut(rest, "/")
+	if strings.Contains(hosts, "@") {
+		// A password here would be echoed by every error and kept in
+		// the checkpoint key; sluice speaks no SASL.
+		return kafkaSource{}, fmt.Errorf("%q: a kafka:// source takes no user name or password (SASL is not supported)", cloud.Redact(s))
+	}
 	topic, err := url.PathUnescape(topic)
 	if !ok || err != nil || topic == "" || strings.Contains(topic, "/") {
 		return kafkaSource{}, fmt.Errorf("%q: want kafka://host:port[,host:port]/topic (one topic)", s)

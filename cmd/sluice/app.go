@@ -34,7 +34,7 @@ type app struct {
 }
 
 func newApp() *app {
-	return &app{stdout: os.Stdout, stderr: os.Stderr, started: time.Now()}
+	return &app{stdout: os.Stdout, stderr: redactingWriter{os.Stderr}, started: time.Now()}
 }
 
 // stderrIsTTY tells whether a person is watching: progress bars and
@@ -132,7 +132,7 @@ func (a *app) setup(cmd *cobra.Command) error {
 	if a.verbose {
 		level = slog.LevelInfo
 	}
-	opts := &slog.HandlerOptions{Level: level}
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: redactAttr}
 	var h slog.Handler = slog.NewJSONHandler(a.stderr, opts)
 	if stderrIsTTY() {
 		h = slog.NewTextHandler(a.stderr, opts)
@@ -197,6 +197,7 @@ func (a *app) printSummary(cmd *cobra.Command, msg string, usage bool) error {
 	if usage {
 		v["usage"] = true
 	}
+	redactSummary(v)
 	v["seconds"] = time.Since(a.started).Seconds()
 	if _, ok := v["run"]; !ok && a.runID != "" {
 		v["run"] = a.runID

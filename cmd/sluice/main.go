@@ -32,6 +32,7 @@ func run(ctx context.Context, args []string) int {
 	root := app.rootCommand()
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
+	err = redactErr(err)
 	if cmd == nil {
 		cmd = root
 	}
