@@ -182,8 +182,9 @@ func azuriteEndpoint(t *testing.T) string {
 func TestVerboseLogRedacted(t *testing.T) {
 	var buf bytes.Buffer
 	a := newApp()
+	root := a.rootCommand() // binds the flags, resetting a.verbose to its default
 	a.stderr, a.verbose = &buf, true
-	if err := a.setup(a.rootCommand()); err != nil {
+	if err := a.setup(root); err != nil {
 		t.Fatal(err)
 	}
 	a.logger.Info("read https://acct.blob.core.windows.net/c/k?sv=1&sig=SENTINELMSG",
