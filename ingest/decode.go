@@ -491,13 +491,20 @@ type recorder struct {
 	r    io.Reader
 	buf  []byte
 	base int64 // input offset of buf[0]
+	eof  bool  // r has returned io.EOF
 }
 
 func (rc *recorder) Read(p []byte) (int, error) {
 	n, err := rc.r.Read(p)
 	rc.buf = append(rc.buf, p[:n]...)
+	if err == io.EOF {
+		rc.eof = true
+	}
 	return n, err
 }
+
+// atEOF tells whether the bytes last taken ran to the end of the input.
+func (rc *recorder) atEOF() bool { return rc.eof && len(rc.buf) == 0 }
 
 // take returns the bytes from the start of the buffer to offset end, and
 // forgets them on the next call.
@@ -522,6 +529,9 @@ func (d *decoder) decodeCSV(ctx context.Context, r io.Reader, emit emitFunc) err
 	if err != nil {
 		return fmt.Errorf("CSV header: %w", err)
 	}
+	if err := unclosedQuote(cr, rec.take(cr.InputOffset()), rec.atEOF()); err != nil {
+		return fmt.Errorf("CSV header: %w", err)
+	}
 	// where[i] is the CSV field of table column i, -1 when absent.
 	where := make([]int, len(d.conv))
 	var missing []string
@@ -543,7 +553,6 @@ func (d *decoder) decodeCSV(ctx context.Context, r io.Reader, emit emitFunc) err
 		return fmt.Errorf("CSV header lacks required column(s) %s", strings.Join(missing, ", "))
 	}
 	extraFields := d.extraFields(header, where)
-	_ = rec.take(cr.InputOffset())
 	var n int64
 	for {
 		fields, err := cr.Read()
@@ -556,7 +565,13 @@ func (d *decoder) decodeCSV(ctx context.Context, r io.Reader, emit emitFunc) err
 				return cerr
 			}
 		}
-		raw := trimEOL(rec.take(cr.InputOffset()))
+		raw := rec.take(cr.InputOffset())
+		if err == nil || errors.Is(err, csv.ErrFieldCount) {
+			if err := unclosedQuote(cr, raw, rec.atEOF()); err != nil {
+				return err
+			}
+		}
+		raw = trimEOL(raw)
 		var line int64
 		var bad error
 		var pe *csv.ParseError
@@ -608,6 +623,78 @@ func (d *decoder) decodeCSV(ctx context.Context, r io.Reader, emit emitFunc) err
 		}
 		if e := emit(line, raw, row, bad); e != nil {
 			return e
+		}
+	}
+}
+
+// unclosedQuote fails a file whose last record, raw, ends inside a quoted
+// field: read with LazyQuotes, such a field runs from its opening quote to
+// the end of the file, swallowing every line after it into one value. The
+// file was most likely cut short, as a truncated gzip stream is, so it
+// fails whole and is retried by the next run rather than taken with its
+// records lost. atEOF tells whether raw ran to the end of the file; only
+// then can a field be left open (elsewhere a quote closes before a comma or
+// a line ending). cr has just returned raw's record.
+func unclosedQuote(cr *csv.Reader, raw []byte, atEOF bool) error {
+	if !atEOF {
+		return nil
+	}
+	field, open := openField(raw)
+	if !open {
+		return nil
+	}
+	line, col := cr.FieldPos(field)
+	return fmt.Errorf("CSV line %d, column %d: the quoted field opened there is never closed: it runs to the end of the file, which may be cut short", line, col)
+}
+
+// openField reads raw, the bytes of one CSV record that run to the end of
+// the file, as encoding/csv does with LazyQuotes, and returns the index of
+// the field left open at the end, if one is. Lazily, a quote inside a
+// quoted field that is not followed by a comma, a line ending or the end
+// is kept as text, and the field goes on.
+func openField(raw []byte) (field int, open bool) {
+	i := 0
+	for i < len(raw) && (raw[i] == '\n' || raw[i] == '\r') {
+		i++ // empty lines before the record, which the reader skips
+	}
+	for i < len(raw) {
+		if raw[i] != '"' {
+			j := bytes.IndexAny(raw[i:], ",\n")
+			if j < 0 || raw[i+j] == '\n' {
+				return 0, false
+			}
+			i += j + 1
+			field++
+			continue
+		}
+		end, closed := closingQuote(raw, i+1)
+		if !closed {
+			return field, true
+		}
+		if end >= len(raw) || raw[end] != ',' {
+			return 0, false // the record's end
+		}
+		i = end + 1
+		field++
+	}
+	return 0, false
+}
+
+// closingQuote returns the index after the quote that closes the quoted
+// field whose text starts at raw[i], read as encoding/csv does with
+// LazyQuotes; closed is false when no quote does.
+func closingQuote(raw []byte, i int) (end int, closed bool) {
+	for {
+		j := bytes.IndexByte(raw[i:], '"')
+		if j < 0 {
+			return 0, false
+		}
+		i += j + 1
+		switch rest := raw[i:]; {
+		case len(rest) > 0 && rest[0] == '"':
+			i++ // an escaped quote
+		case len(rest) == 0, rest[0] == ',', rest[0] == '\n', string(rest) == "\r", rest[0] == '\r' && rest[1] == '\n':
+			return i, true
 		}
 	}
 }
