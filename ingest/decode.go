@@ -455,6 +455,9 @@ func (d *decoder) treeRow(rec []byte, row []any) error {
 	if err != nil {
 		return badRecord("malformed JSON: %s", err)
 	}
+	if err := checkEscapes(rec); err != nil {
+		return err
+	}
 	obj, err := v.Object()
 	if err != nil {
 		return badRecord("want a JSON object, got %s", jsonKind(typeOfJSON(v)))
