@@ -38,8 +38,12 @@ type decoder struct {
 	num      []byte      // scratch for a number's text
 	names    flatNames   // the columns' names, for scanFlat
 	flat     []flatField // scanFlat's fields, one per column
-	rows     []any       // the rest of the chunk newRow cuts rows from
-	extras               // the _extra column, when the table has one
+	// index is a column's index by name, the _extra column's aside;
+	// vals are treeRow's fields, one per column.
+	index  map[string]int
+	vals   []*fastjson.Value
+	rows   []any // the rest of the chunk newRow cuts rows from
+	extras       // the _extra column, when the table has one
 	// twin decodes blocks of a JSON lines file beside d, on another
 	// goroutine (decodeJSONL). Nil in a twin.
 	twin *decoder
@@ -94,6 +98,13 @@ func newSoloDecoder(schema catalog.Schema, o Options) *decoder {
 	d.names = newFlatNames(names)
 	d.flat = make([]flatField, len(d.conv))
 	d.extras = newExtras(schema)
+	d.index = map[string]int{}
+	for i, n := range names {
+		if i != d.extra {
+			d.index[n] = i
+		}
+	}
+	d.vals = make([]*fastjson.Value, len(d.conv))
 	return d
 }
 
@@ -462,18 +473,46 @@ func (d *decoder) treeRow(rec []byte, row []any) error {
 	if err != nil {
 		return badRecord("want a JSON object, got %s", jsonKind(typeOfJSON(v)))
 	}
+	// A name given twice makes the record ambiguous where its row
+	// depends on which one is read: a column's name, or with an _extra
+	// column, which keeps every other name, any name (see dupName).
+	if d.extra >= 0 {
+		if k := dupName(obj, &d.keys); k != nil {
+			return duplicateKey(k)
+		}
+	}
+	vals := d.vals
+	clear(vals)
+	var dup []byte
+	obj.Visit(func(k []byte, v *fastjson.Value) {
+		i, ok := d.index[string(k)]
+		switch {
+		case !ok:
+		case vals[i] == nil:
+			vals[i] = v
+		case dup == nil:
+			dup = k
+		}
+	})
+	if dup != nil {
+		return duplicateKey(dup)
+	}
 	for i := range d.conv {
 		if i == d.extra {
 			continue
 		}
-		x, err := d.conv[i].fromJSON(obj.Get(d.conv[i].col.Name), &d.num)
+		x, err := d.conv[i].fromJSON(vals[i], &d.num)
 		if err != nil {
 			return err
 		}
 		row[i] = x
 	}
 	if d.extra >= 0 {
-		row[d.extra] = d.fromObject(obj)
+		x, err := d.fromObject(obj)
+		if err != nil {
+			return err
+		}
+		row[d.extra] = x
 	}
 	return nil
 }

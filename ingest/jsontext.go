@@ -2,6 +2,9 @@ package ingest
 
 import (
 	"bytes"
+	"slices"
+
+	"github.com/valyala/fastjson"
 )
 
 // fastjson parses what RFC 8259 allows, but reads string escapes on a
@@ -86,4 +89,46 @@ func hex4(b []byte) (rune, bool) {
 		r = r<<4 | rune(c)
 	}
 	return r, true
+}
+
+// RFC 8259 says only that the names of an object SHOULD be unique, and
+// readers differ on a name given twice: fastjson and scanFlat read the
+// first, Go's encoding/json the last, others refuse the text. Such a
+// record is ambiguous, so it is quarantined, naming the name, wherever its
+// stored row depends on which one is read: a column's name, or with an
+// _extra column, which keeps the record's other fields as JSON, any name,
+// in nested objects too. A name twice that the table never keeps changes
+// nothing stored, and the record is taken.
+
+// duplicateKey is the reason for a record holding name twice.
+func duplicateKey(name []byte) error {
+	return badRecord("duplicate key %s: the record is ambiguous", quote(string(name)))
+}
+
+// dupName returns a name that object o holds twice, or nil. keys is
+// scratch space, reused from call to call.
+func dupName(o *fastjson.Object, keys *[][]byte) []byte {
+	if o.Len() < 2 {
+		return nil
+	}
+	ks := (*keys)[:0]
+	o.Visit(func(k []byte, _ *fastjson.Value) { ks = append(ks, k) })
+	*keys = ks
+	if len(ks) <= 16 {
+		for i := 1; i < len(ks); i++ {
+			for _, k := range ks[:i] {
+				if bytes.Equal(ks[i], k) {
+					return ks[i]
+				}
+			}
+		}
+		return nil
+	}
+	slices.SortFunc(ks, bytes.Compare)
+	for i := 1; i < len(ks); i++ {
+		if bytes.Equal(ks[i], ks[i-1]) {
+			return ks[i]
+		}
+	}
+	return nil
 }
