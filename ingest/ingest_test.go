@@ -467,3 +467,40 @@ func TestIngestQuarantinesTimestampsOutsideTheCalendar(t *testing.T) {
 		}
 	}
 }
+
+// A local --from folder that does not exist, or is a file, fails the run
+// naming it, rather than succeeding with no files as a typo did (issue
+// 13, item 11). An empty folder, and an object-store prefix holding
+// nothing, are where files have not arrived yet: no error.
+func TestIngestFailsWhenTheLocalSourceFolderDoesNotExist(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	tb := newTable(t, filepath.Join(dir, "events"))
+	put(t, filepath.Join(dir, "landing"), "a.jsonl", events(0, 3, "2024-01-31"))
+	for name, src := range map[string]string{
+		"a typo":     filepath.Join(dir, "landnig"),
+		"a file URL": "file://" + filepath.Join(dir, "no-such-folder"),
+		"a file":     filepath.Join(dir, "landing", "a.jsonl"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := ingest.Run(ctx, tb, src, ingest.Options{})
+			if !errors.Is(err, ingest.ErrNoSuchSource) || !strings.Contains(err.Error(), strings.TrimPrefix(src, "file://")) {
+				t.Fatalf("err = %v, want ErrNoSuchSource naming %s", err, src)
+			}
+		})
+	}
+	empty := filepath.Join(dir, "empty")
+	if err := os.Mkdir(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if res := runOK(t, tb, empty, ingest.Options{}); res.FilesSeen != 0 || res.Version != 1 {
+		t.Fatalf("empty folder: %+v", res)
+	}
+	for _, kind := range []string{testenv.S3, testenv.Azure} {
+		t.Run(kind, func(t *testing.T) {
+			if res := runOK(t, tb, testenv.Location(t, kind)+"/nothing-yet", ingest.Options{}); res.FilesSeen != 0 {
+				t.Fatalf("empty prefix: %+v", res)
+			}
+		})
+	}
+}
