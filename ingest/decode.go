@@ -583,9 +583,15 @@ func (d *decoder) decodeCSV(ctx context.Context, r io.Reader, emit emitFunc) err
 			continue // never read from a field of its own: see extras
 		}
 		for j, h := range header {
-			if strings.TrimSpace(strings.TrimPrefix(h, "\ufeff")) == c.col.Name {
-				where[i] = j
+			if strings.TrimSpace(strings.TrimPrefix(h, "\ufeff")) != c.col.Name {
+				continue
 			}
+			if where[i] >= 0 {
+				// Every row would be ambiguous, as a JSON record
+				// naming a column twice is (see dupName).
+				return fmt.Errorf("CSV header names column %q twice (fields %d and %d): the file is ambiguous", c.col.Name, where[i]+1, j+1)
+			}
+			where[i] = j
 		}
 		if where[i] < 0 && !c.col.Nullable {
 			missing = append(missing, c.col.Name)
@@ -594,7 +600,10 @@ func (d *decoder) decodeCSV(ctx context.Context, r io.Reader, emit emitFunc) err
 	if len(missing) > 0 {
 		return fmt.Errorf("CSV header lacks required column(s) %s", strings.Join(missing, ", "))
 	}
-	extraFields := d.extraFields(header, where)
+	extraFields, err := d.extraFields(header, where)
+	if err != nil {
+		return err
+	}
 	var n int64
 	for {
 		fields, err := cr.Read()

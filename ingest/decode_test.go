@@ -283,3 +283,43 @@ func TestDecodeCSVFailsAFileThatEndsInsideAQuotedField(t *testing.T) {
 		})
 	}
 }
+
+// A CSV header that names a column twice makes every row ambiguous, as a
+// JSON record naming a key twice is: the file fails whole, naming the
+// column and both fields. With an _extra column, which keeps the other
+// fields under their names, so does any name given twice.
+func TestDecodeCSVFailsAHeaderNamingAColumnTwice(t *testing.T) {
+	cases := []struct {
+		name, schema, header string
+		err                  string // "" when the file is read
+	}{
+		{"a column twice", "a:int64,b:string?", "a,b,a", `CSV header names column "a" twice (fields 1 and 3): the file is ambiguous`},
+		{"a column twice, once with spaces", "a:int64,b:string?", "b, a ,a", `CSV header names column "a" twice (fields 2 and 3)`},
+		{"an unkept field twice", "a:int64,b:string?", "a,x,x", ""},
+		{"an extra field twice", "a:int64,_extra:string?", "a,x,x", `CSV header names "x" twice (fields 2 and 3): the file is ambiguous`},
+		{"distinct extra fields", "a:int64,_extra:string?", "a,x,y", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			schema, err := catalog.ParseSchema(c.schema)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := newDecoder(schema, DefaultOptions())
+			n := 0
+			err = d.decodeCSV(context.Background(), strings.NewReader(c.header+"\n1,2,3\n"), func(_ int64, _ []byte, _ []any, bad error) error {
+				if bad != nil {
+					return bad
+				}
+				n++
+				return nil
+			})
+			switch {
+			case c.err == "" && (err != nil || n != 1):
+				t.Fatalf("%v after %d rows, want the one row", err, n)
+			case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+				t.Fatalf("%v, want %q", err, c.err)
+			}
+		})
+	}
+}

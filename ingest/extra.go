@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"fmt"
 	"math"
 	"strings"
 
@@ -84,22 +85,30 @@ type csvExtra struct {
 
 // extraFields returns the CSV header's fields that are not table columns;
 // where[i] is the field of table column i. The names are copied: the
-// csv.Reader reuses the header's slice.
-func (e *extras) extraFields(header []string, where []int) []csvExtra {
+// csv.Reader reuses the header's slice. A name given twice fails the file:
+// _extra would hold it twice in every row.
+func (e *extras) extraFields(header []string, where []int) ([]csvExtra, error) {
 	if e.extra < 0 {
-		return nil
+		return nil, nil
 	}
 	used := map[int]bool{}
 	for _, j := range where {
 		used[j] = true
 	}
 	var out []csvExtra
+	first := map[string]int{}
 	for j, h := range header {
-		if !used[j] {
-			out = append(out, csvExtra{field: j, name: []byte(strings.TrimSpace(strings.TrimPrefix(h, "\ufeff")))})
+		if used[j] {
+			continue
 		}
+		name := strings.TrimSpace(strings.TrimPrefix(h, "\ufeff"))
+		if k, ok := first[name]; ok {
+			return nil, fmt.Errorf("CSV header names %q twice (fields %d and %d): the file is ambiguous", name, k+1, j+1)
+		}
+		first[name] = j
+		out = append(out, csvExtra{field: j, name: []byte(name)})
 	}
-	return out
+	return out, nil
 }
 
 // fromFields returns the _extra value of a CSV row: the extra fields as
