@@ -571,7 +571,7 @@ func (d *decoder) decodeCSV(ctx context.Context, r io.Reader, emit emitFunc) err
 	if err != nil {
 		return fmt.Errorf("CSV header: %w", err)
 	}
-	if err := unclosedQuote(cr, rec.take(cr.InputOffset()), rec.atEOF()); err != nil {
+	if err := unclosedQuote(cr, rec.take(cr.InputOffset()), rec.atEOF(), len(header)); err != nil {
 		return fmt.Errorf("CSV header: %w", err)
 	}
 	// where[i] is the CSV field of table column i, -1 when absent.
@@ -618,7 +618,7 @@ func (d *decoder) decodeCSV(ctx context.Context, r io.Reader, emit emitFunc) err
 		}
 		raw := rec.take(cr.InputOffset())
 		if err == nil || errors.Is(err, csv.ErrFieldCount) {
-			if err := unclosedQuote(cr, raw, rec.atEOF()); err != nil {
+			if err := unclosedQuote(cr, raw, rec.atEOF(), len(fields)); err != nil {
 				return err
 			}
 		}
@@ -685,25 +685,24 @@ func (d *decoder) decodeCSV(ctx context.Context, r io.Reader, emit emitFunc) err
 // fails whole and is retried by the next run rather than taken with its
 // records lost. atEOF tells whether raw ran to the end of the file; only
 // then can a field be left open (elsewhere a quote closes before a comma or
-// a line ending). cr has just returned raw's record.
-func unclosedQuote(cr *csv.Reader, raw []byte, atEOF bool) error {
+// a line ending). cr has just returned raw's record, of n fields.
+func unclosedQuote(cr *csv.Reader, raw []byte, atEOF bool, n int) error {
 	if !atEOF {
 		return nil
 	}
-	field, open := openField(raw)
-	if !open {
+	if !endsInQuote(raw) {
 		return nil
 	}
-	line, col := cr.FieldPos(field)
+	line, col := cr.FieldPos(n - 1) // the open field runs to the end: the last
 	return fmt.Errorf("CSV line %d, column %d: the quoted field opened there is never closed: it runs to the end of the file, which may be cut short", line, col)
 }
 
-// openField reads raw, the bytes of one CSV record that run to the end of
-// the file, as encoding/csv does with LazyQuotes, and returns the index of
-// the field left open at the end, if one is. Lazily, a quote inside a
+// endsInQuote reads raw, the bytes of one CSV record that run to the end
+// of the file, as encoding/csv does with LazyQuotes, and reports whether
+// its last field is a quoted one left open. Lazily, a quote inside a
 // quoted field that is not followed by a comma, a line ending or the end
 // is kept as text, and the field goes on.
-func openField(raw []byte) (field int, open bool) {
+func endsInQuote(raw []byte) bool {
 	i := 0
 	for i < len(raw) && (raw[i] == '\n' || raw[i] == '\r') {
 		i++ // empty lines before the record, which the reader skips
@@ -712,23 +711,21 @@ func openField(raw []byte) (field int, open bool) {
 		if raw[i] != '"' {
 			j := bytes.IndexAny(raw[i:], ",\n")
 			if j < 0 || raw[i+j] == '\n' {
-				return 0, false
+				return false
 			}
 			i += j + 1
-			field++
 			continue
 		}
 		end, closed := closingQuote(raw, i+1)
 		if !closed {
-			return field, true
+			return true
 		}
 		if end >= len(raw) || raw[end] != ',' {
-			return 0, false // the record's end
+			return false // the record's end
 		}
 		i = end + 1
-		field++
 	}
-	return 0, false
+	return false
 }
 
 // closingQuote returns the index after the quote that closes the quoted
