@@ -574,33 +574,7 @@ func (d *decoder) decodeCSV(ctx context.Context, r io.Reader, emit emitFunc) err
 	if err := unclosedQuote(cr, rec.take(cr.InputOffset()), rec.atEOF(), len(header)); err != nil {
 		return fmt.Errorf("CSV header: %w", err)
 	}
-	// where[i] is the CSV field of table column i, -1 when absent.
-	where := make([]int, len(d.conv))
-	var missing []string
-	for i, c := range d.conv {
-		where[i] = -1
-		if i == d.extra {
-			continue // never read from a field of its own: see extras
-		}
-		for j, h := range header {
-			if strings.TrimSpace(strings.TrimPrefix(h, "\ufeff")) != c.col.Name {
-				continue
-			}
-			if where[i] >= 0 {
-				// Every row would be ambiguous, as a JSON record
-				// naming a column twice is (see dupName).
-				return fmt.Errorf("CSV header names column %q twice (fields %d and %d): the file is ambiguous", c.col.Name, where[i]+1, j+1)
-			}
-			where[i] = j
-		}
-		if where[i] < 0 && !c.col.Nullable {
-			missing = append(missing, c.col.Name)
-		}
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("CSV header lacks required column(s) %s", strings.Join(missing, ", "))
-	}
-	extraFields, err := d.extraFields(header, where)
+	where, extraFields, err := d.csvColumns(header)
 	if err != nil {
 		return err
 	}
@@ -676,6 +650,38 @@ func (d *decoder) decodeCSV(ctx context.Context, r io.Reader, emit emitFunc) err
 			return e
 		}
 	}
+}
+
+// csvColumns maps a CSV header onto the table: where[i] is the field of
+// table column i, -1 when absent, and extra the fields _extra keeps.
+func (d *decoder) csvColumns(header []string) (where []int, extra []csvExtra, err error) {
+	where = make([]int, len(d.conv))
+	var missing []string
+	for i, c := range d.conv {
+		where[i] = -1
+		if i == d.extra {
+			continue // never read from a field of its own: see extras
+		}
+		for j, h := range header {
+			if strings.TrimSpace(strings.TrimPrefix(h, "\ufeff")) != c.col.Name {
+				continue
+			}
+			if where[i] >= 0 {
+				// Every row would be ambiguous, as a JSON record
+				// naming a column twice is (see dupName).
+				return nil, nil, fmt.Errorf("CSV header names column %q twice (fields %d and %d): the file is ambiguous", c.col.Name, where[i]+1, j+1)
+			}
+			where[i] = j
+		}
+		if where[i] < 0 && !c.col.Nullable {
+			missing = append(missing, c.col.Name)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, nil, fmt.Errorf("CSV header lacks required column(s) %s", strings.Join(missing, ", "))
+	}
+	extra, err = d.extraFields(header, where)
+	return where, extra, err
 }
 
 // unclosedQuote fails a file whose last record, raw, ends inside a quoted
