@@ -235,11 +235,19 @@ func (c *converter) fromText(s string) (any, error) {
 		if err != nil {
 			return nil, badValue(col, "not an RFC 3339 timestamp nor an epoch number: %s", quote(s))
 		}
-		return ts.UTC().Truncate(time.Microsecond), nil
+		// An offset can carry the last day of year 9999 into year
+		// 10000, or 0001-01-01 back into year 0; and year 0000 parses.
+		if ts = ts.UTC().Truncate(time.Microsecond); !inRange(ts) {
+			return nil, badValue(col, "%s is %s", quote(s), outOfRange)
+		}
+		return ts, nil
 	case catalog.KindDate:
 		d, err := time.Parse("2006-01-02", s)
 		if err != nil {
 			return nil, badValue(col, "not a date (YYYY-MM-DD): %s", quote(s))
+		}
+		if !inRange(d) { // year 0000 parses
+			return nil, badValue(col, "%s is %s", quote(s), outOfRange)
 		}
 		return d, nil
 	case catalog.KindBinary:
@@ -256,6 +264,25 @@ func (c *converter) fromText(s string) (any, error) {
 	return v, nil
 }
 
+// The range of the timestamps and dates a table takes, whatever a field
+// is written as: 0001-01-01 through 9999-12-31, UTC. It is the range of
+// RFC 3339's four-digit years, of the date=YYYY-MM-DD partition names, and
+// of what Spark, Hive and DuckDB read back; an epoch number or an offset
+// may reach past it, and is quarantined rather than making a partition no
+// other path would.
+var (
+	minTime   = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxTime   = time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC)
+	minMicros = minTime.UnixMicro()
+	maxMicros = maxTime.UnixMicro()
+)
+
+// outOfRange is the reason for a timestamp or date outside minTime..maxTime.
+const outOfRange = "outside 0001-01-01 through 9999-12-31 (UTC)"
+
+// inRange reports whether t lies in minTime..maxTime.
+func inRange(t time.Time) bool { return !t.Before(minTime) && !t.After(maxTime) }
+
 // epoch converts a number of Options.EpochUnit since 1970-01-01 UTC.
 func (c *converter) epoch(s string) (any, error) {
 	var per int64 = 1e6
@@ -266,16 +293,23 @@ func (c *converter) epoch(s string) (any, error) {
 		per = 1
 	}
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-		if n > math.MaxInt64/per || n < math.MinInt64/per {
-			return nil, badValue(&c.col, "epoch %s (%s) out of range", s, c.unit)
+		// Compared before multiplying, which could overflow. The lower
+		// bound is whole seconds, so its quotient is exact; the upper
+		// one's rounds toward zero, as it must.
+		if n > maxMicros/per || n < minMicros/per {
+			return nil, badValue(&c.col, "epoch %s (%s) %s", s, c.unit, outOfRange)
 		}
 		return time.UnixMicro(n * per).UTC(), nil
 	}
 	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsNaN(f) || math.Abs(f*float64(per)) > 9.2e18 {
+	if err != nil || math.IsNaN(f) {
 		return nil, badValue(&c.col, "not an epoch number (%s): %s", c.unit, quote(s))
 	}
-	return time.UnixMicro(int64(math.Round(f * float64(per)))).UTC(), nil
+	m := math.Round(f * float64(per))
+	if m < float64(minMicros) || m > float64(maxMicros) {
+		return nil, badValue(&c.col, "epoch %s (%s) %s", s, c.unit, outOfRange)
+	}
+	return time.UnixMicro(int64(m)).UTC(), nil
 }
 
 // checkValue validates a value read from a Parquet landing file, already
@@ -292,6 +326,11 @@ func (c *converter) checkValue(v any) (any, error) {
 		}
 		if c.col.Type.Kind == catalog.KindUUID {
 			return c.fromText(x)
+		}
+	case time.Time:
+		// A Parquet timestamp or date is any int64 or int32.
+		if !inRange(x) {
+			return nil, badValue(&c.col, "%s %s", x.UTC().Format(time.RFC3339Nano), outOfRange)
 		}
 	}
 	return v, nil

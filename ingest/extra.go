@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"fmt"
 	"math"
 	"strings"
 
@@ -27,6 +28,7 @@ type extras struct {
 	nullable bool            // NULL, not "{}", when a record has no extra field
 	known    map[string]bool // the table's other columns
 	buf      []byte
+	keys     [][]byte // dupName's scratch
 }
 
 func newExtras(s catalog.Schema) extras {
@@ -56,17 +58,23 @@ func (e *extras) none() any {
 	return "{}"
 }
 
-// fromObject returns the _extra value of a JSON object.
-func (e *extras) fromObject(obj *fastjson.Object) any {
+// fromObject returns the _extra value of a JSON object, or why the record
+// is ambiguous: an object kept in it holds a name twice. (The record's
+// own names are the caller's to check.)
+func (e *extras) fromObject(obj *fastjson.Object) (any, error) {
 	e.buf = e.buf[:0]
+	var dup []byte
 	obj.Visit(func(k []byte, v *fastjson.Value) {
-		if e.known[string(k)] {
+		if dup != nil || e.known[string(k)] {
 			return
 		}
 		e.buf = e.field(e.buf, k)
-		e.buf = appendJSON(e.buf, v)
+		e.buf, dup = appendJSON(e.buf, v, &e.keys)
 	})
-	return e.end()
+	if dup != nil {
+		return nil, duplicateKey(dup)
+	}
+	return e.end(), nil
 }
 
 // csvExtra is a CSV field that is not a table column.
@@ -77,22 +85,30 @@ type csvExtra struct {
 
 // extraFields returns the CSV header's fields that are not table columns;
 // where[i] is the field of table column i. The names are copied: the
-// csv.Reader reuses the header's slice.
-func (e *extras) extraFields(header []string, where []int) []csvExtra {
+// csv.Reader reuses the header's slice. A name given twice fails the file:
+// _extra would hold it twice in every row.
+func (e *extras) extraFields(header []string, where []int) ([]csvExtra, error) {
 	if e.extra < 0 {
-		return nil
+		return nil, nil
 	}
 	used := map[int]bool{}
 	for _, j := range where {
 		used[j] = true
 	}
 	var out []csvExtra
+	first := map[string]int{}
 	for j, h := range header {
-		if !used[j] {
-			out = append(out, csvExtra{field: j, name: []byte(strings.TrimSpace(strings.TrimPrefix(h, "\ufeff")))})
+		if used[j] {
+			continue
 		}
+		name := strings.TrimSpace(strings.TrimPrefix(h, "\ufeff"))
+		if k, ok := first[name]; ok {
+			return nil, fmt.Errorf("CSV header names %q twice (fields %d and %d): the file is ambiguous", name, k+1, j+1)
+		}
+		first[name] = j
+		out = append(out, csvExtra{field: j, name: []byte(name)})
 	}
-	return out
+	return out, nil
 }
 
 // fromFields returns the _extra value of a CSV row: the extra fields as
@@ -181,27 +197,37 @@ func (e *extras) fromColumns(extra []parquetExtra, row []any) any {
 	return e.end()
 }
 
-// appendJSON appends v as compact JSON. fastjson's own MarshalTo escapes
-// control characters the way Go source does (\x01), which is not JSON.
-func appendJSON(dst []byte, v *fastjson.Value) []byte {
+// appendJSON appends v as compact JSON, or returns a name that an object
+// in v holds twice (keys is dupName's scratch): kept as it is, such an
+// object would be read differently by different readers. fastjson's own
+// MarshalTo escapes control characters the way Go source does (\x01),
+// which is not JSON.
+func appendJSON(dst []byte, v *fastjson.Value, keys *[][]byte) ([]byte, []byte) {
+	var dup []byte
 	switch v.Type() {
 	case fastjson.TypeString:
 		b, _ := v.StringBytes()
-		return appendJSONString(dst, b)
+		return appendJSONString(dst, b), nil
 	case fastjson.TypeObject:
 		o, _ := v.Object()
+		if dup = dupName(o, keys); dup != nil {
+			return dst, dup
+		}
 		dst = append(dst, '{')
 		first := true
 		o.Visit(func(k []byte, x *fastjson.Value) {
+			if dup != nil {
+				return
+			}
 			if !first {
 				dst = append(dst, ',')
 			}
 			first = false
 			dst = appendJSONString(dst, k)
 			dst = append(dst, ':')
-			dst = appendJSON(dst, x)
+			dst, dup = appendJSON(dst, x, keys)
 		})
-		return append(dst, '}')
+		return append(dst, '}'), dup
 	case fastjson.TypeArray:
 		a, _ := v.Array()
 		dst = append(dst, '[')
@@ -209,11 +235,13 @@ func appendJSON(dst []byte, v *fastjson.Value) []byte {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendJSON(dst, x)
+			if dst, dup = appendJSON(dst, x, keys); dup != nil {
+				return dst, dup
+			}
 		}
-		return append(dst, ']')
+		return append(dst, ']'), nil
 	}
-	return v.MarshalTo(dst) // numbers as written, true, false, null
+	return v.MarshalTo(dst), nil // numbers as written, true, false, null
 }
 
 // appendJSONString appends s (valid UTF-8: records are checked before

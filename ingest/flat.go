@@ -41,9 +41,10 @@ func newFlatNames(names []string) flatNames {
 }
 
 // scanFlat reads rec as a flat JSON object and sets fields[i] to the field
-// named names[i] (its first occurrence, as fastjson's Get; jsonAbsent when
-// there is none). Fields of other names are skipped. It returns false,
-// with fields undefined, when rec is not such an object.
+// named names[i] (jsonAbsent when there is none). Fields of other names
+// are skipped. It returns false, with fields undefined, when rec is not
+// such an object, or names a column twice: the tree path then quarantines
+// it as ambiguous (see dupName).
 func scanFlat(rec []byte, fn flatNames, fields []flatField) bool {
 	names := fn.names
 	clear(fields)
@@ -82,9 +83,10 @@ func scanFlat(rec []byte, fn flatNames, fields []flatField) bool {
 		}
 		i = e
 		if col >= 0 {
-			if fields[col].t == jsonAbsent {
-				fields[col] = f
+			if fields[col].t != jsonAbsent {
+				return false // a column named twice
 			}
+			fields[col] = f
 			next = col + 1
 		}
 		i = skipWS(rec, i)

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
 	"path"
 	"strconv"
 	"strings"
@@ -22,6 +24,11 @@ var (
 	// The run committed the other files; the failed ones are not recorded
 	// in the checkpoint, so a fixed copy is taken by the next run.
 	ErrFilesFailed = errors.New("landing files failed")
+	// ErrNoSuchSource: a local --from folder does not exist, or is not a
+	// folder: most likely a typo, which must not pass as "no new files".
+	// (An object-store prefix holding nothing is not an error: there,
+	// nothing may have arrived yet.)
+	ErrNoSuchSource = errors.New("no such landing folder")
 )
 
 // QuarantineSchema is the schema of a quarantine table: where a bad record
@@ -115,6 +122,9 @@ func Run(ctx context.Context, t *catalog.Table, source string, o Options) (Resul
 	loc, err := cloud.ParseLocation(source)
 	if err != nil {
 		return res, fmt.Errorf("ingest: --from: %w", err)
+	}
+	if err := checkFolder(loc); err != nil {
+		return res, err
 	}
 	src, err := cloud.Open(ctx, source)
 	if err != nil {
@@ -303,6 +313,27 @@ func commitRun(ctx context.Context, res *Result, c runCommit) error {
 	}
 	res.Version = v.Version
 	res.Partitions = v.Summary.Partitions
+	return nil
+}
+
+// checkFolder fails a local landing location that is not an existing
+// folder: listing it would find nothing, and a typo would look like a
+// quiet day. An object store has no folders to check: a prefix with
+// nothing under it is where files have not arrived yet, and a bucket or
+// container that does not exist fails the listing.
+func checkFolder(loc cloud.Location) error {
+	if loc.Kind != cloud.KindLocal {
+		return nil
+	}
+	fi, err := os.Stat(loc.Path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("ingest: --from %s: %w", loc.Path, ErrNoSuchSource)
+	case err != nil:
+		return fmt.Errorf("ingest: --from %s: %w", loc.Path, err)
+	case !fi.IsDir():
+		return fmt.Errorf("ingest: --from %s: a file, not a folder: %w", loc.Path, ErrNoSuchSource)
+	}
 	return nil
 }
 

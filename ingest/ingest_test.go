@@ -413,3 +413,94 @@ func TestIngestRollsFilesAtTheTargetSize(t *testing.T) {
 		t.Fatalf("%+v, %v", res, err)
 	}
 }
+
+// quarantined returns the quarantine table's rows of the table at loc,
+// position -> reason.
+func quarantined(t *testing.T, loc string) map[string]string {
+	t.Helper()
+	qt, err := catalog.Open(context.Background(), loc+"_quarantine", catalog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer qt.Close()
+	got := map[string]string{}
+	for _, r := range rows(t, qt) {
+		got[r[1].(string)] = r[2].(string)
+	}
+	return got
+}
+
+// A timestamp past 9999-12-31 or before 0001-01-01 is quarantined on
+// every input path, Parquet landing files too, and never makes a
+// date=10000-01-01 partition (issue 13, item 7).
+func TestIngestQuarantinesTimestampsOutsideTheCalendar(t *testing.T) {
+	land := t.TempDir()
+	loc := filepath.Join(t.TempDir(), "events")
+	tb := newTable(t, loc)
+	id := func(i int) string { return fmt.Sprintf("6f1c3b9e-2a4d-4b8e-9c1f-%012d", i) }
+	put(t, land, "a.jsonl", []byte(
+		`{"event_id":"`+id(1)+`","list_id":1,"tally":1,"event_time":253402300799}`+"\n"+
+			`{"event_id":"`+id(2)+`","list_id":2,"tally":1,"event_time":253402300800}`+"\n"+
+			`{"event_id":"`+id(3)+`","list_id":3,"tally":1,"event_time":"9999-12-31T23:00:00-05:00"}`+"\n"))
+	put(t, land, "b.csv", []byte("event_id,list_id,tally,event_time\n"+
+		id(4)+",4,1,-62135596800\n"+
+		id(5)+",5,1,-62135596801\n"))
+	putParquet(t, land, "c.parquet", "event_id:uuid,list_id:int64,tally:int32,event_time:timestamp", [][]any{
+		{id(6), int64(6), int32(1), time.Date(9999, 12, 31, 12, 0, 0, 0, time.UTC)},
+		{id(7), int64(7), int32(1), time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{id(8), int64(8), int32(1), time.Date(0, 12, 31, 0, 0, 0, 0, time.UTC)},
+	})
+	res := runOK(t, tb, land, ingest.Options{})
+	if res.FilesIn != 3 || res.RowsWritten != 3 || res.RecordsQuarantined != 5 {
+		t.Fatalf("%+v", res)
+	}
+	if got := listIDs(t, tb); !slices.Equal(got, []int64{1, 4, 6}) {
+		t.Fatalf("list ids %v", got)
+	}
+	if !slices.Equal(res.Partitions, []string{"date=0001-01-01", "date=9999-12-31"}) {
+		t.Fatalf("partitions %v", res.Partitions)
+	}
+	got := quarantined(t, loc)
+	for _, pos := range []string{"a.jsonl:2", "a.jsonl:3", "b.csv:3", "c.parquet:2", "c.parquet:3"} {
+		if !strings.Contains(got[pos], `column "event_time" (timestamp)`) || !strings.Contains(got[pos], "outside 0001-01-01 through 9999-12-31 (UTC)") {
+			t.Errorf("%s: reason %q", pos, got[pos])
+		}
+	}
+}
+
+// A local --from folder that does not exist, or is a file, fails the run
+// naming it, rather than succeeding with no files as a typo did (issue
+// 13, item 11). An empty folder, and an object-store prefix holding
+// nothing, are where files have not arrived yet: no error.
+func TestIngestFailsWhenTheLocalSourceFolderDoesNotExist(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	tb := newTable(t, filepath.Join(dir, "events"))
+	put(t, filepath.Join(dir, "landing"), "a.jsonl", events(0, 3, "2024-01-31"))
+	for name, src := range map[string]string{
+		"a typo":     filepath.Join(dir, "landnig"),
+		"a file URL": "file://" + filepath.Join(dir, "no-such-folder"),
+		"a file":     filepath.Join(dir, "landing", "a.jsonl"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := ingest.Run(ctx, tb, src, ingest.Options{})
+			if !errors.Is(err, ingest.ErrNoSuchSource) || !strings.Contains(err.Error(), strings.TrimPrefix(src, "file://")) {
+				t.Fatalf("err = %v, want ErrNoSuchSource naming %s", err, src)
+			}
+		})
+	}
+	empty := filepath.Join(dir, "empty")
+	if err := os.Mkdir(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if res := runOK(t, tb, empty, ingest.Options{}); res.FilesSeen != 0 || res.Version != 1 {
+		t.Fatalf("empty folder: %+v", res)
+	}
+	for _, kind := range []string{testenv.S3, testenv.Azure} {
+		t.Run(kind, func(t *testing.T) {
+			if res := runOK(t, tb, testenv.Location(t, kind)+"/nothing-yet", ingest.Options{}); res.FilesSeen != 0 {
+				t.Fatalf("empty prefix: %+v", res)
+			}
+		})
+	}
+}
