@@ -138,7 +138,7 @@ func (t *Table) Commit(ctx context.Context, c Change) (*Manifest, error) {
 		}
 		next, err := st.build(ctx, base)
 		if err != nil {
-			return nil, fmt.Errorf("%s: commit %s: %w", t.loc, c.Operation, err)
+			return nil, fmt.Errorf("%s: commit %s: %w", t.loc, c.Operation, notCommitted{err})
 		}
 		crashPoint("before-manifest")
 		won, err := t.publish(ctx, next)
@@ -230,6 +230,21 @@ func (t *Table) publish(ctx context.Context, next *Manifest) (won bool, err erro
 		}
 	}
 }
+
+// notCommitted is the error of a commit that failed before writing its
+// version: nothing of the change can be visible, so it matches every
+// sentinel its cause does except cloud.ErrOutcomeUnknown (a piece whose
+// write could not be settled is an orphan at worst), which callers take
+// to mean that the version may have landed.
+type notCommitted struct{ err error }
+
+func (e notCommitted) Error() string { return e.err.Error() }
+
+func (e notCommitted) Is(target error) bool {
+	return target != cloud.ErrOutcomeUnknown && errors.Is(e.err, target)
+}
+
+func (e notCommitted) As(target any) bool { return errors.As(e.err, target) }
 
 func (c *Change) validate() error {
 	if c.Operation == "" {

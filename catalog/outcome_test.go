@@ -100,6 +100,21 @@ func TestCommitOfUnknownOutcome(t *testing.T) {
 				}
 			})
 
+			t.Run("a piece of unknown outcome fails the commit plainly: no version was written", func(t *testing.T) {
+				_, clean, flaky, add := prepare(t, func(string) *testenv.Faults {
+					f := testenv.LandedUnread("")
+					f.Match = func(path string) bool { return strings.Contains(path, "_sluice/pieces/") }
+					return f
+				})
+				_, err := flaky.Commit(ctx, change(add))
+				if err == nil || errors.Is(err, cloud.ErrOutcomeUnknown) {
+					t.Fatalf("Commit: %v; want a failure that is not of unknown outcome", err)
+				}
+				if v, err := clean.LatestVersion(ctx); err != nil || v != 2 {
+					t.Fatalf("latest version %d, %v; want 2, unchanged", v, err)
+				}
+			})
+
 			t.Run("a version the store could not read back, and the catalog could, is committed", func(t *testing.T) {
 				_, clean, flaky, add := prepare(t, func(key string) *testenv.Faults {
 					return &testenv.Faults{Key: key, FirstPut: testenv.DeliverThenDrop, Get: failFirstGets(2)}

@@ -15,6 +15,9 @@ import (
 type Faults struct {
 	// Key picks the requests: those whose URL path ends in "/"+Key.
 	Key string
+	// Match, when set, picks them instead: those whose URL path it
+	// accepts.
+	Match func(path string) bool
 	// FirstPut handles the first PUT of Key; nil: it goes through.
 	FirstPut func(*http.Request) (*http.Response, error)
 	// LaterPut handles every later PUT of Key; nil: they go through.
@@ -31,7 +34,11 @@ type Faults struct {
 // RoundTrip implements http.RoundTripper.
 func (f *Faults) RoundTrip(req *http.Request) (*http.Response, error) {
 	var handle func(*http.Request) (*http.Response, error)
-	if strings.HasSuffix(req.URL.Path, "/"+f.Key) {
+	hit := strings.HasSuffix(req.URL.Path, "/"+f.Key)
+	if f.Match != nil {
+		hit = f.Match(req.URL.Path)
+	}
+	if hit {
 		f.mu.Lock()
 		switch req.Method {
 		case http.MethodPut:
@@ -54,14 +61,14 @@ func (f *Faults) RoundTrip(req *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(req)
 }
 
-// Puts returns how many PUTs of Key were sent, faulted or not.
+// Puts returns how many PUTs of the key were sent, faulted or not.
 func (f *Faults) Puts() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.puts
 }
 
-// Gets returns how many GETs of Key the Get fault handled.
+// Gets returns how many GETs of the key the Get fault handled.
 func (f *Faults) Gets() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
