@@ -116,3 +116,35 @@ func TestKafkaIngestOfUnknownOutcomeKeepsItsFiles(t *testing.T) {
 		})
 	}
 }
+
+// Landing-file ingest leaves the files of a failed commit in place, so an
+// unknown outcome loses nothing there either.
+func TestLandingIngestOfUnknownOutcomeKeepsItsFiles(t *testing.T) {
+	for _, kind := range []string{testenv.S3, testenv.Azure} {
+		t.Run(kind, func(t *testing.T) {
+			ctx := context.Background()
+			land := t.TempDir()
+			put(t, land, "a.jsonl", events(0, 100, "2024-01-31"))
+			put(t, land, "b.jsonl", events(100, 100, "2024-02-01"))
+			loc := testenv.Location(t, kind)
+			clean := newTable(t, loc)
+			faults := testenv.LandedUnread(fmt.Sprintf("_sluice/versions/%020d.json", 2))
+			st, err := cloud.OpenWithOptions(ctx, loc, cloud.Options{HTTPClient: faults.Client(), MaxAttempts: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			flaky := catalog.NewTable(loc, st, catalog.Options{})
+			defer flaky.Close()
+			if _, err := ingest.Run(ctx, flaky, land, ingest.Options{}); !errors.Is(err, cloud.ErrOutcomeUnknown) {
+				t.Fatalf("Run: %v; want an error wrapping cloud.ErrOutcomeUnknown", err)
+			}
+			m, err := clean.Latest(ctx)
+			if err != nil || m.Version != 2 {
+				t.Fatalf("latest: %v; want the run's version 2", err)
+			}
+			if got := listIDs(t, clean); !slices.Equal(got, seq(0, 200)) {
+				t.Fatalf("table holds %d ids, want 0..199 once each", len(got))
+			}
+		})
+	}
+}
