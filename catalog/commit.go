@@ -197,19 +197,22 @@ const settleTimeout = 30 * time.Second
 // (cloud.ErrOutcomeUnknown) is settled by reading the version back: the
 // version names the commit that wrote it (CommitID). Ours → won;
 // another's → lost; absent → the same bytes are sent again, which is
-// safe, as the write is create-only. What this cannot settle is an error
-// wrapping cloud.ErrOutcomeUnknown: the version may have landed, or may
-// yet.
+// safe, as the write is create-only, and whatever that resend hears (a
+// refusal may be our first send landing late), only reading back settles
+// it. What this cannot settle is an error wrapping
+// cloud.ErrOutcomeUnknown: the version may have landed, or may yet.
 func (t *Table) publish(ctx context.Context, next *Manifest) (won bool, err error) {
 	key := versionKey(next.Version)
+	var unknown error // the first unknown outcome; no resend clears it
 	for resend := 0; ; resend++ {
 		err := t.writeJSON(ctx, key, next, true)
 		switch {
 		case err == nil:
 			return true, nil
+		case unknown != nil:
 		case errors.Is(err, cloud.ErrOutcomeUnknown):
-			// Before the lost-race test: an unknown outcome is never
-			// taken for a lost race.
+			// Tested first: an unknown outcome is never a lost race.
+			unknown = err
 		case errors.Is(err, cloud.ErrPreconditionFailed):
 			return false, nil
 		default:
@@ -224,9 +227,9 @@ func (t *Table) publish(ctx context.Context, next *Manifest) (won bool, err erro
 		case errors.Is(rerr, ErrVersionNotFound) && ctx.Err() == nil && resend < maxResends:
 			continue
 		case errors.Is(rerr, ErrVersionNotFound):
-			return false, fmt.Errorf("%w (read back again, the version is not there, but the write may yet land)", err)
+			return false, fmt.Errorf("%w (read back, the version is not there, but the write may yet land)", unknown)
 		default:
-			return false, fmt.Errorf("%w (reading the version back again failed: %v)", err, rerr)
+			return false, fmt.Errorf("%w (reading the version back failed too: %v)", unknown, rerr)
 		}
 	}
 }

@@ -1,9 +1,11 @@
 package catalog_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -128,6 +130,59 @@ func TestCommitOfUnknownOutcome(t *testing.T) {
 				}
 				if latest, err := clean.Latest(ctx); err != nil || latest.Version != 3 || latest.CommitID != m.CommitID {
 					t.Fatalf("latest: %+v, %v; want our version 3", latest, err)
+				}
+			})
+
+			t.Run("a resend refused because the first send landed late is ours, not a lost race", func(t *testing.T) {
+				// The first send is held back and fails; so does the
+				// SDK's retry; the store cannot read back; the catalog
+				// reads nothing there and sends again, and just before
+				// that resend arrives, the first send lands.
+				var first *http.Request
+				var firstBody []byte
+				var later atomic.Int32
+				_, clean, flaky, add := prepare(t, func(key string) *testenv.Faults {
+					return &testenv.Faults{Key: key, Get: failFirstGets(2),
+						FirstPut: func(req *http.Request) (*http.Response, error) {
+							body, err := io.ReadAll(req.Body)
+							if err != nil {
+								return nil, err
+							}
+							first, firstBody = req, body
+							return testenv.Drop(req)
+						},
+						LaterPut: func(req *http.Request) (*http.Response, error) {
+							switch later.Add(1) {
+							case 1:
+								return testenv.Drop(req) // the SDK's retry
+							case 2:
+								late := first.Clone(context.Background())
+								late.Body = io.NopCloser(bytes.NewReader(firstBody))
+								resp, err := http.DefaultTransport.RoundTrip(late)
+								if err != nil {
+									return nil, err
+								}
+								resp.Body.Close()
+								if resp.StatusCode/100 != 2 {
+									return nil, fmt.Errorf("the late first send: %s", resp.Status)
+								}
+							}
+							return http.DefaultTransport.RoundTrip(req)
+						}}
+				})
+				m, err := flaky.Commit(ctx, change(add))
+				if err != nil {
+					t.Fatalf("Commit: %v; version 3 is ours", err)
+				}
+				if m.Version != 3 || later.Load() < 2 {
+					t.Errorf("committed version %d after %d later sends; want version 3, resent once", m.Version, later.Load())
+				}
+				latest, err := clean.Latest(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if f, r, _ := latest.Totals(); latest.Version != 3 || f != 2 || r != 20 {
+					t.Fatalf("latest is version %d with %d files, %d rows; want 3 with 2 and 20: the change once", latest.Version, f, r)
 				}
 			})
 
