@@ -93,6 +93,13 @@ func crashPoint(point string) {
 // checks c's requirements against the winner, and retries with backoff; a
 // requirement broken by the winner returns ErrConflict and nothing of c is
 // visible.
+//
+// A version write whose outcome the store could not tell is settled by
+// reading the version back. If even that fails, the error wraps
+// cloud.ErrOutcomeUnknown: c may be committed, or become so later. It is
+// not a failure: the caller must keep every file c references (vacuum
+// removes them if they turn out to be orphans) and never report c as not
+// committed. Test it before any other sentinel.
 func (t *Table) Commit(ctx context.Context, c Change) (*Manifest, error) {
 	if err := c.validate(); err != nil {
 		return nil, fmt.Errorf("%s: commit %s: %w", t.loc, c.Operation, err)
@@ -131,11 +138,14 @@ func (t *Table) Commit(ctx context.Context, c Change) (*Manifest, error) {
 		}
 		next, err := st.build(ctx, base)
 		if err != nil {
-			return nil, fmt.Errorf("%s: commit %s: %w", t.loc, c.Operation, err)
+			return nil, fmt.Errorf("%s: commit %s: %w", t.loc, c.Operation, notCommitted{err})
 		}
 		crashPoint("before-manifest")
-		err = t.writeJSON(ctx, versionKey(next.Version), next, true)
-		if err == nil {
+		won, err := t.publish(ctx, next)
+		if err != nil {
+			return nil, fmt.Errorf("%s: commit %s: version %d: %w", t.loc, c.Operation, next.Version, err)
+		}
+		if won {
 			crashPoint("after-manifest")
 			// The hint is advisory: failing to write it costs readers a
 			// listing, never correctness.
@@ -143,9 +153,6 @@ func (t *Table) Commit(ctx context.Context, c Change) (*Manifest, error) {
 			t.opts.Logger.LogAttrs(ctx, 0, "commit",
 				slogAttrs(t.loc, c, next, attempts, time.Since(start))...)
 			return next, nil
-		}
-		if !errors.Is(err, cloud.ErrPreconditionFailed) {
-			return nil, fmt.Errorf("%s: commit %s: version %d: %w", t.loc, c.Operation, next.Version, err)
 		}
 		// Lost the race for next.Version. Back off first, then read the
 		// newest version and rebase on it: reading before the wait would
@@ -174,6 +181,73 @@ func (t *Table) Commit(ctx context.Context, c Change) (*Manifest, error) {
 		base = winner
 	}
 }
+
+// maxResends bounds how many times publish sends a version again that
+// an unknown outcome left unread-back as absent.
+const maxResends = 2
+
+// settleTimeout bounds reading a version back to settle an unknown
+// outcome, which is done even when ctx has ended: a cancelled commit
+// that is known to have landed is better than one nobody can tell.
+const settleTimeout = 30 * time.Second
+
+// publish writes next as its version, create-only. It reports whether
+// next is now that version (won) or another commit took the number (a
+// lost race). A write whose outcome the store could not settle
+// (cloud.ErrOutcomeUnknown) is settled by reading the version back: the
+// version names the commit that wrote it (CommitID). Ours → won;
+// another's → lost; absent → the same bytes are sent again, which is
+// safe, as the write is create-only, and whatever that resend hears (a
+// refusal may be our first send landing late), only reading back settles
+// it. What this cannot settle is an error wrapping
+// cloud.ErrOutcomeUnknown: the version may have landed, or may yet.
+func (t *Table) publish(ctx context.Context, next *Manifest) (won bool, err error) {
+	key := versionKey(next.Version)
+	var unknown error // the first unknown outcome; no resend clears it
+	for resend := 0; ; resend++ {
+		err := t.writeJSON(ctx, key, next, true)
+		switch {
+		case err == nil:
+			return true, nil
+		case unknown != nil:
+		case errors.Is(err, cloud.ErrOutcomeUnknown):
+			// Tested first: an unknown outcome is never a lost race.
+			unknown = err
+		case errors.Is(err, cloud.ErrPreconditionFailed):
+			return false, nil
+		default:
+			return false, err
+		}
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+		m, rerr := t.Manifest(rctx, next.Version)
+		cancel()
+		switch {
+		case rerr == nil:
+			return m.CommitID == next.CommitID, nil
+		case errors.Is(rerr, ErrVersionNotFound) && ctx.Err() == nil && resend < maxResends:
+			continue
+		case errors.Is(rerr, ErrVersionNotFound):
+			return false, fmt.Errorf("%w (read back, the version is not there, but the write may yet land)", unknown)
+		default:
+			return false, fmt.Errorf("%w (reading the version back failed too: %v)", unknown, rerr)
+		}
+	}
+}
+
+// notCommitted is the error of a commit that failed before writing its
+// version: nothing of the change can be visible, so it matches every
+// sentinel its cause does except cloud.ErrOutcomeUnknown (a piece whose
+// write could not be settled is an orphan at worst), which callers take
+// to mean that the version may have landed.
+type notCommitted struct{ err error }
+
+func (e notCommitted) Error() string { return e.err.Error() }
+
+func (e notCommitted) Is(target error) bool {
+	return target != cloud.ErrOutcomeUnknown && errors.Is(e.err, target)
+}
+
+func (e notCommitted) As(target any) bool { return errors.As(e.err, target) }
 
 func (c *Change) validate() error {
 	if c.Operation == "" {

@@ -7,53 +7,11 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/sluice-data/sluice/cloud"
 	"github.com/sluice-data/sluice/internal/testenv"
 )
-
-// faultyTransport passes requests through, except the first PUT of a key
-// ending in target, on which it calls fault. It is a fault in transport,
-// not a fake store: every request that gets through reaches the real
-// server.
-type faultyTransport struct {
-	target string
-	// fault handles the chosen request and returns what the client sees.
-	fault func(req *http.Request) (*http.Response, error)
-
-	mu    sync.Mutex
-	fired int
-}
-
-func (f *faultyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	f.mu.Lock()
-	hit := f.fired == 0 && req.Method == http.MethodPut && strings.HasSuffix(req.URL.Path, "/"+f.target)
-	if hit {
-		f.fired++
-	}
-	f.mu.Unlock()
-	if hit {
-		return f.fault(req)
-	}
-	return http.DefaultTransport.RoundTrip(req)
-}
-
-// errReset is what a client sees when the connection drops mid-response.
-var errReset = errors.New("read tcp 127.0.0.1: connection reset by peer (injected)")
-
-// deliverThenDrop sends the request to the server, which applies it, and
-// loses the answer: the client cannot know the write landed.
-func deliverThenDrop(req *http.Request) (*http.Response, error) {
-	resp, err := http.DefaultTransport.RoundTrip(req)
-	if err != nil {
-		return nil, err
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return nil, errReset
-}
 
 // TestAmbiguousConditionalPut pins how a conditional Put resolves an
 // outcome the SDK's retries leave ambiguous: by reading the object back.
@@ -65,16 +23,18 @@ func TestAmbiguousConditionalPut(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			open := func(t *testing.T, fault func(*http.Request) (*http.Response, error), maxAttempts int) (cloud.Store, cloud.Store, *faultyTransport) {
+			openFaults := func(t *testing.T, ft *testenv.Faults, maxAttempts int) (cloud.Store, cloud.Store, *testenv.Faults) {
 				loc := testenv.Location(t, kind)
-				ft := &faultyTransport{target: key, fault: fault}
-				flaky := openStore(t, loc, cloud.Options{HTTPClient: &http.Client{Transport: ft}, MaxAttempts: maxAttempts})
+				flaky := openStore(t, loc, cloud.Options{HTTPClient: ft.Client(), MaxAttempts: maxAttempts})
 				return flaky, openStore(t, loc, cloud.DefaultOptions()), ft
 			}
-			check := func(t *testing.T, ft *faultyTransport, direct cloud.Store, want []byte) {
+			open := func(t *testing.T, fault func(*http.Request) (*http.Response, error), maxAttempts int) (cloud.Store, cloud.Store, *testenv.Faults) {
+				return openFaults(t, &testenv.Faults{Key: key, FirstPut: fault}, maxAttempts)
+			}
+			check := func(t *testing.T, ft *testenv.Faults, direct cloud.Store, want []byte) {
 				t.Helper()
-				if ft.fired != 1 {
-					t.Errorf("the fault fired %d times, want 1", ft.fired)
+				if ft.Puts() == 0 {
+					t.Errorf("the fault never fired")
 				}
 				if got := get(t, direct, key); !bytes.Equal(got, want) {
 					t.Errorf("stored %s, want %s", got, want)
@@ -82,7 +42,7 @@ func TestAmbiguousConditionalPut(t *testing.T) {
 			}
 
 			t.Run("a create whose answer was lost, refused on retry, is ours", func(t *testing.T) {
-				flaky, direct, ft := open(t, deliverThenDrop, 0)
+				flaky, direct, ft := open(t, testenv.DeliverThenDrop, 0)
 				info, err := flaky.Put(ctx, key, bytes.NewReader(ours), int64(len(ours)), cloud.PutOptions{IfAbsent: true})
 				if err != nil {
 					t.Fatalf("Put: %v; the bytes stored are ours, so it won", err)
@@ -98,7 +58,7 @@ func TestAmbiguousConditionalPut(t *testing.T) {
 				flaky, direct, ft := open(t, func(req *http.Request) (*http.Response, error) {
 					// Our request never arrives; a rival's create does.
 					put(t, flakyDirect, key, theirs, cloud.PutOptions{IfAbsent: true})
-					return nil, errReset
+					return nil, testenv.ErrReset
 				}, 0)
 				flakyDirect = direct
 				_, err := flaky.Put(ctx, key, bytes.NewReader(ours), int64(len(ours)), cloud.PutOptions{IfAbsent: true})
@@ -107,7 +67,7 @@ func TestAmbiguousConditionalPut(t *testing.T) {
 			})
 
 			t.Run("a create the SDK gave up on that did not land is sent again", func(t *testing.T) {
-				flaky, direct, ft := open(t, func(*http.Request) (*http.Response, error) { return nil, errReset }, 1)
+				flaky, direct, ft := open(t, func(*http.Request) (*http.Response, error) { return nil, testenv.ErrReset }, 1)
 				if _, err := flaky.Put(ctx, key, bytes.NewReader(ours), int64(len(ours)), cloud.PutOptions{IfAbsent: true}); err != nil {
 					t.Fatalf("Put: %v; nothing was there, so sending again is safe", err)
 				}
@@ -115,7 +75,7 @@ func TestAmbiguousConditionalPut(t *testing.T) {
 			})
 
 			t.Run("a create the SDK gave up on that landed is ours", func(t *testing.T) {
-				flaky, direct, ft := open(t, deliverThenDrop, 1)
+				flaky, direct, ft := open(t, testenv.DeliverThenDrop, 1)
 				if _, err := flaky.Put(ctx, key, bytes.NewReader(ours), int64(len(ours)), cloud.PutOptions{IfAbsent: true}); err != nil {
 					t.Fatalf("Put: %v", err)
 				}
@@ -123,12 +83,80 @@ func TestAmbiguousConditionalPut(t *testing.T) {
 			})
 
 			t.Run("a swap whose answer was lost, refused on retry, is ours", func(t *testing.T) {
-				flaky, direct, ft := open(t, deliverThenDrop, 0)
+				flaky, direct, ft := open(t, testenv.DeliverThenDrop, 0)
 				v1 := put(t, direct, key, theirs, cloud.PutOptions{})
 				if _, err := flaky.Put(ctx, key, bytes.NewReader(ours), int64(len(ours)), cloud.PutOptions{IfMatch: v1.ETag}); err != nil {
 					t.Fatalf("Put: %v", err)
 				}
 				check(t, ft, direct, ours)
+			})
+
+			t.Run("a retried create refused other than by 412 after a lost answer is ours", func(t *testing.T) {
+				// The first attempt lands, its answer is lost; the retry
+				// is refused 403 (say, credentials that just expired).
+				// The first attempt's write stands all the same.
+				refuse := func(req *http.Request) (*http.Response, error) {
+					return &http.Response{StatusCode: http.StatusForbidden, Status: "403 Forbidden", Header: http.Header{},
+						Body: io.NopCloser(strings.NewReader("")), Request: req}, nil
+				}
+				flaky, direct, ft := openFaults(t, &testenv.Faults{Key: key, FirstPut: testenv.DeliverThenDrop, LaterPut: refuse}, 2)
+				if _, err := flaky.Put(ctx, key, bytes.NewReader(ours), int64(len(ours)), cloud.PutOptions{IfAbsent: true}); err != nil {
+					t.Fatalf("Put: %v; the bytes stored are ours, so it won", err)
+				}
+				check(t, ft, direct, ours)
+			})
+
+			// What reading back cannot settle is neither a success nor a
+			// failure: the caller must not delete what the write refers to.
+			unknown := func(t *testing.T, err error, flaky cloud.Store) {
+				t.Helper()
+				checkErr(t, "Put", err, cloud.ErrOutcomeUnknown, flaky.URL(key))
+				if errors.Is(err, cloud.ErrPreconditionFailed) {
+					t.Errorf("Put: %v; an unknown outcome reads as a lost race", err)
+				}
+				if !strings.Contains(err.Error(), "outcome unknown") {
+					t.Errorf("Put: %q does not say the outcome is unknown", err)
+				}
+			}
+
+			t.Run("a create that landed and cannot be read back is of unknown outcome", func(t *testing.T) {
+				flaky, direct, ft := openFaults(t, testenv.LandedUnread(key), 2)
+				_, err := flaky.Put(ctx, key, bytes.NewReader(ours), int64(len(ours)), cloud.PutOptions{IfAbsent: true})
+				unknown(t, err, flaky)
+				if ft.Gets() == 0 {
+					t.Errorf("no read-back was tried")
+				}
+				check(t, ft, direct, ours)
+			})
+
+			t.Run("a create cancelled before its read-back is of unknown outcome", func(t *testing.T) {
+				cctx, cancel := context.WithCancel(ctx)
+				defer cancel()
+				flaky, direct, ft := open(t, func(req *http.Request) (*http.Response, error) {
+					resp, err := testenv.DeliverThenDrop(req)
+					cancel()
+					return resp, err
+				}, 0)
+				_, err := flaky.Put(cctx, key, bytes.NewReader(ours), int64(len(ours)), cloud.PutOptions{IfAbsent: true})
+				unknown(t, err, flaky)
+				if !errors.Is(err, context.Canceled) {
+					t.Errorf("Put: %v; want it to say it was cancelled", err)
+				}
+				check(t, ft, direct, ours)
+			})
+
+			t.Run("a create answered in no round is of unknown outcome", func(t *testing.T) {
+				// Nothing is there when read back, every time; but a
+				// request the client gave up on may still land.
+				flaky, direct, ft := openFaults(t, &testenv.Faults{Key: key, FirstPut: testenv.Drop, LaterPut: testenv.Drop}, 1)
+				_, err := flaky.Put(ctx, key, bytes.NewReader(ours), int64(len(ours)), cloud.PutOptions{IfAbsent: true})
+				unknown(t, err, flaky)
+				if ft.Puts() < 2 {
+					t.Errorf("sent %d times; nothing was there, so it should be sent again", ft.Puts())
+				}
+				if _, err := direct.Stat(ctx, key); !errors.Is(err, cloud.ErrNotFound) {
+					t.Errorf("Stat: %v; no request reached the server", err)
+				}
 			})
 
 			t.Run("a refusal on the first attempt is no ambiguity", func(t *testing.T) {

@@ -304,7 +304,7 @@ func (s *azureStore) Put(ctx context.Context, key string, r io.Reader, size int6
 			// One Put Blob request: atomic, and checked by the service.
 			info, err := s.upload(actx, key, bb, body, &blob.AccessConditions{ModifiedAccessConditions: mac})
 			if err != nil {
-				return putOutcome{err: err, ambiguous: ambiguous(ctx, err, attempts.Load(), azStatus(err))}
+				return putOutcome{err: err, ambiguous: ambiguous(ctx, attempts.Load(), azStatus(err))}
 			}
 			return putOutcome{info: info}
 		}

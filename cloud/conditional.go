@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 )
 
 // MaxConditionalPutSize caps the body of a conditional Put (IfAbsent or
@@ -63,18 +64,33 @@ const maxAmbiguousRounds = 3
 // putConditional sends body under key with opts via put and resolves an
 // ambiguous outcome by reading the object back through get: our bytes →
 // success; other bytes → ErrPreconditionFailed; nothing (create-only) → send
-// again, up to maxAmbiguousRounds times.
+// again, up to maxAmbiguousRounds times. What it cannot settle (the
+// read-back failed, the context ended first, nothing was there after the
+// last round) is an error wrapping ErrOutcomeUnknown, never a plain
+// failure: the write may have landed.
 func putConditional(ctx context.Context, url string, body []byte, opts PutOptions,
 	put func(context.Context) putOutcome,
 	get func(context.Context) (io.ReadCloser, ObjectInfo, error),
 ) (ObjectInfo, error) {
+	// The unknown outcome's cause is what stopped the read-back, never
+	// the put's own error: that may wrap ErrPreconditionFailed (a retry
+	// refused), which would read as a lost race.
+	unknown := func(detail string, cause error) error {
+		return &opError{url: url, op: "put", detail: detail, kind: ErrOutcomeUnknown, cause: cause}
+	}
+	text := func(err error) string { return strings.TrimPrefix(err.Error(), url+": ") }
 	for round := 1; ; round++ {
 		out := put(ctx)
+		if out.err != nil && round > 1 {
+			// An earlier round was ambiguous and may land late, whatever
+			// this one heard (a 412 may be our own first round).
+			out.ambiguous = true
+		}
 		if out.err == nil || !out.ambiguous {
 			return out.info, out.err
 		}
 		if ctx.Err() != nil {
-			return ObjectInfo{}, &opError{url: url, op: "put", detail: "outcome unknown, cancelled before it could be read back", cause: errors.Join(out.err, ctx.Err())}
+			return ObjectInfo{}, unknown("no definite answer ("+text(out.err)+") and cancelled before it could be read back", ctx.Err())
 		}
 		rc, info, err := get(ctx)
 		switch {
@@ -86,14 +102,14 @@ func putConditional(ctx context.Context, url string, body []byte, opts PutOption
 			if round < maxAmbiguousRounds {
 				continue
 			}
-			return ObjectInfo{}, out.err
+			return ObjectInfo{}, unknown(fmt.Sprintf("no definite answer in %d rounds (%s); reading back found nothing, but a request may still land", round, text(out.err)), nil)
 		case err != nil:
-			return ObjectInfo{}, &opError{url: url, op: "put", detail: "outcome unknown (" + out.err.Error() + ") and read-back failed", cause: err}
+			return ObjectInfo{}, unknown("no definite answer ("+text(out.err)+") and reading it back failed ("+text(err)+")", err)
 		}
 		same, err := sameBytes(rc, body)
 		rc.Close()
 		if err != nil {
-			return ObjectInfo{}, &opError{url: url, op: "put", detail: "outcome unknown (" + out.err.Error() + ") and read-back failed", cause: err}
+			return ObjectInfo{}, unknown("no definite answer ("+text(out.err)+") and reading it back failed ("+text(err)+")", err)
 		}
 		if same {
 			// Our first attempt landed; the retry lost to ourselves.

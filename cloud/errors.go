@@ -5,6 +5,15 @@ import (
 	"strings"
 )
 
+// ErrOutcomeUnknown: a conditional Put may or may not have landed. The
+// request was sent but no definite answer came back (a timeout, a dropped
+// response, a 5xx after the SDK's retries, the context ending first), and
+// reading the object back could not settle it. It is not a failure: the
+// object may be there, now or later. A caller must act as if it might be:
+// never delete what the write refers to, and never report it as "not
+// written". The other sentinels are in store.go.
+var ErrOutcomeUnknown = errors.New("outcome unknown")
+
 // opError is every store's error: one line, "<url>: <op>: <detail>: <kind>",
 // matching the sentinel kind (if any) and the underlying cause under
 // errors.Is / errors.As. The cause's own text is left out when detail

@@ -164,18 +164,28 @@ func describeAPI(status int, code, msg string) string {
 }
 
 // ambiguous reports whether a failed write may nevertheless have been
-// applied: a retried request (attempts > 1) refused as a precondition
-// failure may have lost to its own first attempt; and a request that ended
-// without a definite 4xx answer (a timeout, a dropped connection, 5xx
-// after every retry) may have landed.
-func ambiguous(ctx context.Context, err error, attempts int32, status int) bool {
-	if ctx.Err() != nil {
+// applied. Only a definite refusal of the one request sent is not: a 4xx
+// (or 3xx) answer to the first and only attempt, or nothing sent at all.
+// Everything else may have landed:
+//   - the context ended while the request was out;
+//   - the SDK retried: an earlier attempt may have landed, whatever the
+//     last one heard (a 412 may be the retry losing to its own first
+//     attempt);
+//   - no answer (a timeout, a dropped connection or response), or a 5xx
+//     after every retry: the server may have applied it before failing;
+//   - a 2xx whose response could not be read: it landed.
+func ambiguous(ctx context.Context, attempts int32, status int) bool {
+	switch {
+	case attempts == 0:
+		return false // never sent (signing, credentials, a context already done)
+	case ctx.Err() != nil, attempts > 1:
+		return true
+	case status == 0 || status >= 500:
+		return true
+	case status >= 200 && status < 300:
 		return true
 	}
-	if errors.Is(err, ErrPreconditionFailed) {
-		return attempts > 1
-	}
-	return status == 0 || status >= 500
+	return false
 }
 
 func httpStatus(err error) int {
@@ -319,7 +329,7 @@ func (s *s3Store) Put(ctx context.Context, key string, r io.Reader, size int64, 
 			actx, attempts := withAttemptCounter(ctx)
 			info, err := s.putObject(actx, key, in)
 			if err != nil {
-				return putOutcome{err: err, ambiguous: ambiguous(ctx, err, attempts.Load(), httpStatus(err))}
+				return putOutcome{err: err, ambiguous: ambiguous(ctx, attempts.Load(), httpStatus(err))}
 			}
 			return putOutcome{info: info}
 		}

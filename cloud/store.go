@@ -11,7 +11,7 @@ import (
 
 // Sentinel errors. Every error a Store returns for one of these conditions
 // wraps the sentinel, so callers test with errors.Is and never parse
-// messages.
+// messages. ErrOutcomeUnknown is in errors.go.
 var (
 	// ErrNotFound: the object (or the bucket/container) does not exist.
 	ErrNotFound = errors.New("not found")
@@ -78,7 +78,8 @@ type Store interface {
 	// The object appears whole or not at all: a reader never sees a partial
 	// object. A conditional Put whose outcome was ambiguous (a timeout, a
 	// retried request) is resolved by reading the object back, never
-	// guessed. If r is an io.Seeker, Put may rewind it to retry.
+	// guessed; what that cannot settle fails with ErrOutcomeUnknown. If r
+	// is an io.Seeker, Put may rewind it to retry.
 	Put(ctx context.Context, key string, r io.Reader, size int64, opts PutOptions) (ObjectInfo, error)
 	// List calls fn for every object whose key starts with prefix, in
 	// lexical key order, paging as needed. fn returning an error stops the

@@ -232,14 +232,23 @@ func Run(ctx context.Context, t Table, o Options) (Result, error) {
 			return
 		}
 		nm, err := t.Commit(ctx, ch)
-		if err != nil {
-			// Nothing of the group is visible: remove its outputs. A
-			// conflict (a concurrent compaction removed an input) is
-			// retried next run; anything else fails the partitions.
+		unknown := errors.Is(err, cloud.ErrOutcomeUnknown)
+		if unknown {
+			// The version may have landed, naming the outputs as live
+			// and the inputs as replaced: deleting the outputs could
+			// lose the rows. Keep them all; vacuum removes them later
+			// if the version turns out not to be there.
+			err = fmt.Errorf("commit outcome unknown, its %d output files are kept: %w", len(ch.Add), err)
+		} else if err != nil {
+			// Nothing of the group is visible: remove its outputs.
 			deleteOutputs(context.WithoutCancel(ctx), t.Store(), ch.Add)
+		}
+		if err != nil {
+			// A conflict (a concurrent compaction removed an input) is
+			// retried next run; anything else fails the partitions.
 			mu.Lock()
 			for _, p := range ok {
-				if errors.Is(err, catalog.ErrConflict) {
+				if errors.Is(err, catalog.ErrConflict) && !unknown {
 					res.Dropped = append(res.Dropped, p)
 				} else {
 					res.Failed = append(res.Failed, PartitionError{p, err})
@@ -364,8 +373,10 @@ func splitGroups(parts []string, n int) [][]string {
 	return out
 }
 
-// deleteOutputs removes written but uncommitted outputs. Failures are left
-// for vacuum, which removes unreferenced files after the retention.
+// deleteOutputs removes written outputs that no commit references, and
+// that none may: never those of a commit whose outcome is unknown.
+// Failures are left for vacuum, which removes unreferenced files after
+// the retention.
 func deleteOutputs(ctx context.Context, st cloud.Store, files []catalog.DataFile) {
 	for _, f := range files {
 		_ = st.Delete(ctx, f.Path)

@@ -201,6 +201,11 @@ func Run(ctx context.Context, t *catalog.Table, source string, o Options) (Resul
 		if !errors.Is(err, errRestart) {
 			break
 		}
+		// The pass is dropped whole: stop its writer goroutines, remove
+		// their temporary files and the files they uploaded.
+		cleanup := context.WithoutCancel(ctx)
+		rd.main.abort(cleanup)
+		rd.quar.abort(cleanup)
 		log.LogAttrs(ctx, slog.LevelWarn, "restart", slog.String("failed", rd.restartFile))
 	}
 	var mainFiles, qFiles []catalog.DataFile

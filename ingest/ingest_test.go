@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -399,6 +400,79 @@ func TestIngestRestartsWithoutAFileThatFailsAfterSpilling(t *testing.T) {
 	if got := listIDs(t, tb); !slices.Equal(got, seq(0, 200)) {
 		t.Fatalf("ids: %d rows", len(got))
 	}
+}
+
+// A run that starts over drops its first pass whole: no writer goroutine,
+// temporary file or uploaded file of that pass outlives the run. A
+// one-shot run hid the leak; serve, running for days, would not.
+func TestIngestRestartLeavesNothingOfTheDroppedPass(t *testing.T) {
+	ctx := context.Background()
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp) // where Parquet writers keep their files
+	land := t.TempDir()
+	loc := filepath.Join(t.TempDir(), "events")
+	tb := newTable(t, loc)
+	put(t, land, "a.jsonl", events(0, 100, "2024-01-31"))
+	full := gz(t, events(1000, 5000, "2024-01-31"))
+	put(t, land, "b.jsonl.gz", full[:len(full)*3/4])
+	put(t, land, "c.jsonl", events(100, 100, "2024-02-01"))
+	before := runtime.NumGoroutine()
+	// A small target makes the first pass upload files before b fails.
+	res, err := ingest.Run(ctx, tb, land, ingest.Options{MemoryBudget: 64 << 10, TargetFileSize: 8 << 10})
+	if !errors.Is(err, ingest.ErrFilesFailed) || res.FilesIn != 2 || res.FilesFailed != 1 || res.RowsWritten != 200 {
+		t.Fatalf("%+v, %v", res, err)
+	}
+	if got := listIDs(t, tb); !slices.Equal(got, seq(0, 200)) {
+		t.Fatalf("ids: %d rows", len(got))
+	}
+
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		buf := make([]byte, 1<<20)
+		t.Errorf("%d goroutines after the run, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
+	}
+	left, err := os.ReadDir(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range left {
+		t.Errorf("temporary file left behind: %s", e.Name())
+	}
+	m, err := tb.Latest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := livePathsOf(t, tb, m)
+	err = filepath.WalkDir(loc, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".parquet") {
+			return err
+		}
+		rel, _ := filepath.Rel(loc, path)
+		if !live[filepath.ToSlash(rel)] {
+			t.Errorf("data file %s is in no version: left by the dropped pass", rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// livePathsOf returns the paths of m's live files.
+func livePathsOf(t *testing.T, tb *catalog.Table, m *catalog.Manifest) map[string]bool {
+	t.Helper()
+	files, err := tb.Files(context.Background(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := map[string]bool{}
+	for _, f := range files {
+		live[f.Path] = true
+	}
+	return live
 }
 
 func TestIngestRollsFilesAtTheTargetSize(t *testing.T) {

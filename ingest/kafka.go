@@ -1152,6 +1152,16 @@ func (kr *kafkaRun) commitLocked(ctx context.Context) (map[int32]int64, error) {
 		qt: kr.qt, qExists: kr.qExists, qFiles: qFiles, qKey: kr.qKey, qMerge: qMerge,
 		t: kr.t, files: mainFiles, cpKey: kr.cpKey, cpMerge: cpMerge})
 	if err != nil {
+		// The run's abort deletes what the sinks hold, so take out the
+		// files a version references or may reference.
+		if cr.QuarantineVersion > 0 {
+			kr.quar.keep() // committed before the table's commit failed
+		}
+		if errors.Is(err, cloud.ErrOutcomeUnknown) {
+			kr.main.keep()
+			kr.quar.keep()
+			return nil, fmt.Errorf("commit outcome unknown, its files are kept: %w", err)
+		}
 		return nil, err
 	}
 	if cr.QuarantineVersion > 0 {

@@ -250,8 +250,8 @@ func (s *sink) close(ctx context.Context) ([]catalog.DataFile, error) {
 }
 
 // abort stops the writer, discards open writers and deletes the files
-// already uploaded: they were never committed, and their names are unique
-// to this run.
+// already uploaded: they were never committed (see keep), and their names
+// are unique to this run.
 func (s *sink) abort(ctx context.Context) {
 	s.stop()
 	w := s.w
@@ -266,6 +266,12 @@ func (s *sink) abort(ctx context.Context) {
 	}
 	w.files = nil
 }
+
+// keep hands the sink's finished files over to a commit that references
+// them, so that abort leaves them: the commit landed, or may have (an
+// unknown outcome), and deleting a file a live version names loses its
+// rows. Vacuum removes them if they turn out to be orphans.
+func (s *sink) keep() { s.w.files = nil }
 
 // run writes the batches in order until the queue closes, a final batch
 // is done, one fails, or ctx is cancelled.
