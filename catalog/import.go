@@ -194,6 +194,9 @@ func (t *Table) Import(ctx context.Context, from string, o ImportOptions) (Impor
 			if err != nil {
 				return fmt.Errorf("import %s: %w", from, err)
 			}
+			if err := sc.Validate(); err != nil {
+				return fmt.Errorf("import %s: %s: %w", from, src.URL(c.info.Key), err)
+			}
 			c.schema, c.stats = sc, st
 			if o.Progress != nil {
 				o.Progress(int(done.Add(1)), len(cands))
@@ -210,17 +213,12 @@ func (t *Table) Import(ctx context.Context, from string, o ImportOptions) (Impor
 	if cur != nil {
 		schema, spec = cur.Schema, cur.Spec
 	} else {
-		schema = cands[0].schema
-		for _, c := range cands[1:] {
-			if schema, err = MergeSchemas(schema, c.schema); err != nil {
-				return res, fmt.Errorf("import %s: %s: %w", from, src.URL(c.info.Key), err)
-			}
+		schemas, urls := make([]Schema, len(cands)), make([]string, len(cands))
+		for i, c := range cands {
+			schemas[i], urls[i] = c.schema, src.URL(c.info.Key)
 		}
-		for _, k := range keys {
-			if _, clash := schema.Column(k); clash {
-				return res, fmt.Errorf("import %s: partition key %q is also a column inside the files", from, k)
-			}
-			spec.Fields = append(spec.Fields, PartitionField{Name: k, Transform: "identity", Type: Type{Kind: KindString}})
+		if schema, spec, err = inferTable(schemas, urls, keys); err != nil {
+			return res, fmt.Errorf("import %s: %w", from, err)
 		}
 	}
 	add := make([]DataFile, 0, len(cands))
@@ -244,6 +242,40 @@ func (t *Table) Import(ctx context.Context, from string, o ImportOptions) (Impor
 	}
 	res.Manifest, res.FilesAdded = m, len(add)
 	return res, nil
+}
+
+// inferTable returns the schema and partition spec of a table created by
+// importing files of schemas (urls name them in errors) under Hive folders
+// of keys: the schemas merged, and one identity field per key.
+func inferTable(schemas []Schema, urls []string, keys []string) (Schema, PartitionSpec, error) {
+	schema := schemas[0]
+	for i := 1; i < len(schemas); i++ {
+		var err error
+		if schema, err = MergeSchemas(schema, schemas[i]); err != nil {
+			return Schema{}, PartitionSpec{}, fmt.Errorf("%s: %w", urls[i], err)
+		}
+		// Each file's names were unique regardless of case, but two files
+		// may spell one column in two ways.
+		if err := schema.Validate(); err != nil {
+			return Schema{}, PartitionSpec{}, fmt.Errorf("%s: %w", urls[i], err)
+		}
+	}
+	if a, b, ok := caseClash(keys); ok {
+		return Schema{}, PartitionSpec{}, fmt.Errorf("%s: %w", urls[0], clashError("partition key", a, b))
+	}
+	var spec PartitionSpec
+	for _, k := range keys {
+		// Spark reads a partition key as a column: it must not be one
+		// already, in any case.
+		if c, clash := schema.columnFold(k); clash {
+			if c.Name == k {
+				return Schema{}, PartitionSpec{}, fmt.Errorf("partition key %q is also a column inside the files", k)
+			}
+			return Schema{}, PartitionSpec{}, fmt.Errorf("partition key %q and column %q differ only in case (Spark, Hive and most warehouses fold case, so they would be one column)", k, c.Name)
+		}
+		spec.Fields = append(spec.Fields, PartitionField{Name: k, Transform: "identity", Type: Type{Kind: KindString}})
+	}
+	return schema, spec, nil
 }
 
 // formerFiles returns which of paths (data file paths as the table records
