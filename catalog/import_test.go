@@ -2,10 +2,13 @@ package catalog_test
 
 import (
 	"context"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -256,4 +259,125 @@ func TestImportAfterRollbackOfImportAdoptsNothing(t *testing.T) {
 	if got := livePaths(t, tbl, m); len(got) != len(want) || m.Rows != int64(len(importRows())) {
 		t.Fatalf("after rollback and import: %d files, %d rows; want %d files, %d rows", len(got), m.Rows, len(want), len(importRows()))
 	}
+}
+
+// readCounter counts the pages and pieces read through it, by key; it
+// wraps a real store.
+type readCounter struct {
+	cloud.Store
+	mu    sync.Mutex
+	reads map[string]int
+}
+
+func (c *readCounter) Get(ctx context.Context, key string) (io.ReadCloser, cloud.ObjectInfo, error) {
+	if strings.HasPrefix(key, "_sluice/pages/") || strings.HasPrefix(key, "_sluice/pieces/") {
+		c.mu.Lock()
+		c.reads[key]++
+		c.mu.Unlock()
+	}
+	return c.Store.Get(ctx, key)
+}
+
+// Import's look into history costs nothing for partitions it adds nothing
+// to: with forty versions of appends and a compaction behind it, adopting
+// a file in a new partition reads the latest version's pages and pieces
+// (which import reads anyway, for the live files) and nothing older; a
+// file in a partition with history reads that partition's old pieces, each
+// once, and no other partition's.
+func TestImportReadsHistoryOnlyOfPartitionsWithNewFiles(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	tbl, _ := newTable(t, dir)
+	for i := range 40 {
+		appendRows(t, tbl, eventRows(importDay.AddDate(0, 0, i%4), 10*i, 2))
+	}
+	m, _ := tbl.Latest(ctx)
+	var day0 []catalog.DataFile
+	for _, f := range livePaths(t, tbl, m) {
+		if f.Partition == "date=2024-07-01" {
+			day0 = append(day0, f)
+		}
+	}
+	if _, err := tbl.Commit(ctx, catalog.Change{Operation: "compact", Remove: day0[:5]}); err != nil {
+		t.Fatal(err)
+	}
+	// Vacuumed: the only file not live is the one each case adds.
+	for _, f := range day0[:5] {
+		if err := os.Remove(filepath.Join(dir, f.Path)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// importCounting adds a file at key, imports it through a fresh
+	// handle, and returns what that read, and the pieces and pages of the
+	// version it imported into.
+	importCounting := func(t *testing.T, key string) (reads map[string]int, livePieces map[string]bool, pages int) {
+		t.Helper()
+		if _, _, err := catalog.WriteParquet(ctx, tbl.Store(), key, eventSchema, eventRows(importDay, 900, 1)); err != nil {
+			t.Fatal(err)
+		}
+		cur, _ := tbl.Latest(ctx)
+		refs, err := tbl.Partitions(ctx, cur)
+		if err != nil {
+			t.Fatal(err)
+		}
+		livePieces = map[string]bool{}
+		for _, r := range refs {
+			for _, p := range r.Pieces {
+				livePieces[p.Key] = true
+			}
+		}
+		st, err := cloud.Open(ctx, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc := &readCounter{Store: st, reads: map[string]int{}}
+		fresh := catalog.NewTable(dir, rc, catalog.Options{})
+		defer fresh.Close()
+		res, err := fresh.Import(ctx, dir, catalog.ImportOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.FilesAdded != 1 {
+			t.Fatalf("import added %d files, want the 1 new one", res.FilesAdded)
+		}
+		for key, n := range rc.reads {
+			if n > 1 {
+				t.Errorf("read %s %d times", key, n)
+			}
+		}
+		return rc.reads, livePieces, len(cur.Pages)
+	}
+
+	t.Run("new partition", func(t *testing.T) {
+		reads, live, pages := importCounting(t, "date=2024-07-09/part-new.parquet")
+		for key := range reads {
+			if strings.HasPrefix(key, "_sluice/pieces/") && !live[key] {
+				t.Errorf("read piece %s of an older version", key)
+			}
+		}
+		if n := len(reads) - len(live); n != pages {
+			t.Errorf("read %d pages, want the latest version's %d", n, pages)
+		}
+	})
+	t.Run("partition with history", func(t *testing.T) {
+		reads, live, _ := importCounting(t, "date=2024-07-01/part-new.parquet")
+		old := 0
+		for key := range reads {
+			if !strings.HasPrefix(key, "_sluice/pieces/") || live[key] {
+				continue
+			}
+			old++
+			b, err := os.ReadFile(filepath.Join(dir, key))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(b), `"p":"date=2024-07-01"`) {
+				t.Errorf("read piece %s of another partition: %s", key, b)
+			}
+		}
+		if old == 0 {
+			t.Error("read no older piece of the partition: its history was not asked")
+		}
+	})
 }
