@@ -56,6 +56,11 @@ type VacuumResult struct {
 // all references (the leftovers of commits that lost a race or crashed). It
 // never deletes manifests, and never a file outside the table root or
 // under a folder whose name starts with '_' or '.' (other engines' logs).
+//
+// Import relies on every version's manifest, pages and pieces staying: it
+// asks them which files the table ever had, so that a replaced file still
+// on disk (younger than the retention) is never adopted again. A vacuum
+// that expired manifests would have to keep that knowledge elsewhere.
 func (t *Table) Vacuum(ctx context.Context, o VacuumOptions) (VacuumResult, error) {
 	var res VacuumResult
 	if o.Retain < 0 {
