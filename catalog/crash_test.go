@@ -238,7 +238,7 @@ func TestVacuumKeepsRetainedVersionsAndRefusesShortRetention(t *testing.T) {
 	}
 	// A week later: the replaced file goes, a dry run first.
 	later := time.Now().Add(8 * 24 * time.Hour)
-	dry, err := tbl.Vacuum(ctx, catalog.VacuumOptions{DryRun: true, Now: later})
+	dry, err := tbl.Vacuum(ctx, catalog.VacuumOptions{Retain: catalog.DefaultRetention, DryRun: true, Now: later})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +250,7 @@ func TestVacuumKeepsRetainedVersionsAndRefusesShortRetention(t *testing.T) {
 			t.Fatalf("dry run deleted %s: %v", p, err)
 		}
 	}
-	res, err = tbl.Vacuum(ctx, catalog.VacuumOptions{Now: later})
+	res, err = tbl.Vacuum(ctx, catalog.VacuumOptions{Retain: catalog.DefaultRetention, Now: later})
 	if err != nil {
 		t.Fatal(err)
 	}

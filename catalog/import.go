@@ -7,6 +7,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
@@ -21,9 +22,13 @@ type ImportResult struct {
 	// Created is true when the import created the table.
 	Created bool
 	// FilesFound are the Parquet files under the folder; FilesAdded those
-	// not yet in the table, FilesSkipped those already in it.
+	// the table never had, FilesSkipped those it has or had.
 	FilesFound, FilesAdded, FilesSkipped int
-	Rows, Bytes                          int64
+	// FilesReplaced are the skipped files that an earlier version
+	// referenced and the latest does not: replaced by a compaction or
+	// dropped by a rollback, left on disk for vacuum.
+	FilesReplaced int
+	Rows, Bytes   int64
 }
 
 // isDataFile reports whether key (relative to a folder being imported) is
@@ -56,9 +61,11 @@ type ImportOptions struct {
 // Import adopts the Parquet files under the folder from into the table, in
 // place, without rewriting them. If the table does not exist it is created
 // with the schema merged from the files and the Hive partition keys of
-// their folders. On an existing table it adds, in one commit, the files not
-// yet in it; a file the table's schema cannot read fails the whole import
-// and nothing is committed.
+// their folders. On an existing table it adds, in one commit, the files no
+// version of it ever referenced: a file that a compaction replaced or a
+// rollback dropped stays on disk until vacuum, and is history, not news
+// (adopting it again would count its rows twice). A file the table's
+// schema cannot read fails the whole import and nothing is committed.
 func (t *Table) Import(ctx context.Context, from string, o ImportOptions) (ImportResult, error) {
 	var res ImportResult
 	src := t.store
@@ -156,6 +163,24 @@ func (t *Table) Import(ctx context.Context, from string, o ImportOptions) (Impor
 			return res, fmt.Errorf("import %s: the files are partitioned by %v, the table by %v", from, keys, names)
 		}
 	}
+	if cur != nil && cur.Version > 1 && len(cands) > 0 {
+		// Every file of version 1 is live or was referenced by a later
+		// version too; with one version there is no history to ask.
+		byPart := map[string]map[string]bool{}
+		for _, c := range cands {
+			if byPart[c.dir] == nil {
+				byPart[c.dir] = map[string]bool{}
+			}
+			byPart[c.dir][c.tpath] = true
+		}
+		former, err := t.formerFiles(ctx, byPart)
+		if err != nil {
+			return res, fmt.Errorf("import %s: %w", from, err)
+		}
+		cands = slices.DeleteFunc(cands, func(c *cand) bool { return former[c.tpath] })
+		res.FilesReplaced = len(former)
+		res.FilesSkipped += len(former)
+	}
 	if len(cands) == 0 {
 		return res, nil
 	}
@@ -168,6 +193,9 @@ func (t *Table) Import(ctx context.Context, from string, o ImportOptions) (Impor
 			sc, st, err := InspectParquet(gctx, src, c.info.Key, c.info.Size)
 			if err != nil {
 				return fmt.Errorf("import %s: %w", from, err)
+			}
+			if err := sc.Validate(); err != nil {
+				return fmt.Errorf("import %s: %s: %w", from, src.URL(c.info.Key), err)
 			}
 			c.schema, c.stats = sc, st
 			if o.Progress != nil {
@@ -185,17 +213,12 @@ func (t *Table) Import(ctx context.Context, from string, o ImportOptions) (Impor
 	if cur != nil {
 		schema, spec = cur.Schema, cur.Spec
 	} else {
-		schema = cands[0].schema
-		for _, c := range cands[1:] {
-			if schema, err = MergeSchemas(schema, c.schema); err != nil {
-				return res, fmt.Errorf("import %s: %s: %w", from, src.URL(c.info.Key), err)
-			}
+		schemas, urls := make([]Schema, len(cands)), make([]string, len(cands))
+		for i, c := range cands {
+			schemas[i], urls[i] = c.schema, src.URL(c.info.Key)
 		}
-		for _, k := range keys {
-			if _, clash := schema.Column(k); clash {
-				return res, fmt.Errorf("import %s: partition key %q is also a column inside the files", from, k)
-			}
-			spec.Fields = append(spec.Fields, PartitionField{Name: k, Transform: "identity", Type: Type{Kind: KindString}})
+		if schema, spec, err = inferTable(schemas, urls, keys); err != nil {
+			return res, fmt.Errorf("import %s: %w", from, err)
 		}
 	}
 	add := make([]DataFile, 0, len(cands))
@@ -219,4 +242,108 @@ func (t *Table) Import(ctx context.Context, from string, o ImportOptions) (Impor
 	}
 	res.Manifest, res.FilesAdded = m, len(add)
 	return res, nil
+}
+
+// inferTable returns the schema and partition spec of a table created by
+// importing files of schemas (urls name them in errors) under Hive folders
+// of keys: the schemas merged, and one identity field per key.
+func inferTable(schemas []Schema, urls []string, keys []string) (Schema, PartitionSpec, error) {
+	schema := schemas[0]
+	for i := 1; i < len(schemas); i++ {
+		var err error
+		if schema, err = MergeSchemas(schema, schemas[i]); err != nil {
+			return Schema{}, PartitionSpec{}, fmt.Errorf("%s: %w", urls[i], err)
+		}
+		// Each file's names were unique regardless of case, but two files
+		// may spell one column in two ways.
+		if err := schema.Validate(); err != nil {
+			return Schema{}, PartitionSpec{}, fmt.Errorf("%s: %w", urls[i], err)
+		}
+	}
+	if a, b, ok := caseClash(keys); ok {
+		return Schema{}, PartitionSpec{}, fmt.Errorf("%s: %w", urls[0], clashError("partition key", a, b))
+	}
+	var spec PartitionSpec
+	for _, k := range keys {
+		// Spark reads a partition key as a column: it must not be one
+		// already, in any case.
+		if c, clash := schema.columnFold(k); clash {
+			if c.Name == k {
+				return Schema{}, PartitionSpec{}, fmt.Errorf("partition key %q is also a column inside the files", k)
+			}
+			return Schema{}, PartitionSpec{}, fmt.Errorf("partition key %q and column %q differ only in case (Spark, Hive and most warehouses fold case, so they would be one column)", k, c.Name)
+		}
+		spec.Fields = append(spec.Fields, PartitionField{Name: k, Transform: "identity", Type: Type{Kind: KindString}})
+	}
+	return schema, spec, nil
+}
+
+// formerFiles returns which of paths (data file paths as the table records
+// them, grouped by partition) some version of the table referenced.
+//
+// It reads only the partitions of paths, and of those only the versions
+// whose commit touched them: a commit writes pieces only for the
+// partitions it touches and a rollback reuses an older version's pieces,
+// so the pieces of those versions hold every file the partition ever had.
+// A piece shared by many versions is read once. Vacuum deletes no
+// manifest, page or piece that a version references, so versions it no
+// longer retains still answer: a replaced file that it kept on disk (its
+// modification time younger than the retention) is still known.
+func (t *Table) formerFiles(ctx context.Context, paths map[string]map[string]bool) (map[string]bool, error) {
+	hist, err := t.History(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var mu sync.Mutex
+	pieces := map[string]bool{}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(t.opts.ReadConcurrency)
+	for _, m := range hist {
+		if m.RolledBackTo > 0 {
+			continue
+		}
+		for _, p := range m.Summary.Partitions {
+			if paths[p] == nil {
+				continue
+			}
+			g.Go(func() error {
+				ref, err := t.partitionRef(gctx, m, p)
+				if err != nil || ref == nil {
+					return err
+				}
+				mu.Lock()
+				for _, pr := range ref.Pieces {
+					pieces[pr.Key] = true
+				}
+				mu.Unlock()
+				return nil
+			})
+		}
+	}
+	if err := g.Wait(); err != nil {
+		return nil, fmt.Errorf("read history: %w", err)
+	}
+	former := map[string]bool{}
+	g, gctx = errgroup.WithContext(ctx)
+	g.SetLimit(t.opts.ReadConcurrency)
+	for key := range pieces {
+		g.Go(func() error {
+			pc, err := t.piece(gctx, key)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, f := range pc.Files {
+				if paths[pc.Partition][f.Path] {
+					former[f.Path] = true
+				}
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, fmt.Errorf("read history: %w", err)
+	}
+	return former, nil
 }

@@ -14,8 +14,12 @@ import (
 )
 
 // Create commits version 1 of a new, empty table. It fails with
-// ErrTableExists if the location already holds one.
+// ErrTableExists if the location already holds one, and refuses a schema
+// whose column names clash (see Schema.Validate).
 func (t *Table) Create(ctx context.Context, schema Schema, spec PartitionSpec, props map[string]string, runID string) (*Manifest, error) {
+	if err := schema.Validate(); err != nil {
+		return nil, fmt.Errorf("create %s: schema: %w", t.loc, err)
+	}
 	return t.Commit(ctx, Change{Operation: "create", RunID: runID, Create: true,
 		Schema: &schema, Spec: &spec, Properties: props, DataChange: true})
 }

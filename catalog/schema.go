@@ -93,10 +93,10 @@ type Schema struct {
 }
 
 // ParseSchema parses a schema string: "name:type,name:type?,...". A trailing
-// '?' makes a column nullable. decimal(p,s) may contain a comma.
+// '?' makes a column nullable. decimal(p,s) may contain a comma. Column
+// names must be unique regardless of case (see Schema.Validate).
 func ParseSchema(s string) (Schema, error) {
 	var sc Schema
-	seen := map[string]bool{}
 	for _, part := range splitTopLevel(s) {
 		part = strings.TrimSpace(part)
 		if part == "" {
@@ -114,16 +114,59 @@ func ParseSchema(s string) (Schema, error) {
 		if err != nil {
 			return Schema{}, fmt.Errorf("schema: column %q: %w", name, err)
 		}
-		if seen[name] {
-			return Schema{}, fmt.Errorf("schema: column %q appears twice", name)
-		}
-		seen[name] = true
 		sc.Columns = append(sc.Columns, Column{Name: name, Type: t, Nullable: nullable})
 	}
 	if len(sc.Columns) == 0 {
 		return Schema{}, errors.New("schema: no columns")
 	}
+	if err := sc.Validate(); err != nil {
+		return Schema{}, fmt.Errorf("schema: %w", err)
+	}
 	return sc, nil
+}
+
+// Validate checks the column names: none empty, and no two the same once
+// case is folded. Spark, Hive and most warehouses fold the case of column
+// names, so a table with columns "a" and "A" could be neither read nor
+// written by them, and a Parquet file with both is ambiguous to them.
+func (s Schema) Validate() error {
+	names := make([]string, len(s.Columns))
+	for i, c := range s.Columns {
+		if c.Name == "" {
+			return fmt.Errorf("column %d has no name", i+1)
+		}
+		names[i] = c.Name
+	}
+	if a, b, ok := caseClash(names); ok {
+		return clashError("column", a, b)
+	}
+	return nil
+}
+
+// foldCase is a column name as case-folding engines compare it: Spark and
+// Hive lower-case names.
+func foldCase(name string) string { return strings.ToLower(name) }
+
+// caseClash returns the first two of names that are the same once case is
+// folded (identical ones included), in their order.
+func caseClash(names []string) (a, b string, ok bool) {
+	seen := make(map[string]string, len(names))
+	for _, n := range names {
+		if prev, dup := seen[foldCase(n)]; dup {
+			return prev, n, true
+		}
+		seen[foldCase(n)] = n
+	}
+	return "", "", false
+}
+
+// clashError says that names a and b, both of kind ("column", "partition
+// key"), clash: the same name twice, or two names differing only in case.
+func clashError(kind, a, b string) error {
+	if a == b {
+		return fmt.Errorf("%s %q appears twice", kind, a)
+	}
+	return fmt.Errorf("%ss %q and %q differ only in case (Spark, Hive and most warehouses fold case, so they would be one column)", kind, a, b)
 }
 
 // splitTopLevel splits on commas that are not inside parentheses.
@@ -156,6 +199,17 @@ func (s Schema) String() string {
 		}
 	}
 	return strings.Join(parts, ",")
+}
+
+// columnFold returns the column whose name is name once case is folded,
+// and whether there is one.
+func (s Schema) columnFold(name string) (Column, bool) {
+	for _, c := range s.Columns {
+		if foldCase(c.Name) == foldCase(name) {
+			return c, true
+		}
+	}
+	return Column{}, false
 }
 
 // Column returns the column named name and whether it exists.

@@ -15,13 +15,24 @@ import (
 // yet committed, or that a slow reader of an older version still reads.
 const MinRetention = 24 * time.Hour
 
+// DefaultRetention is the retention of `sluice vacuum` without --retain: a
+// week, Delta's default too.
+const DefaultRetention = 168 * time.Hour
+
 // ErrRetentionTooShort: a vacuum retention under MinRetention without Force.
 var ErrRetentionTooShort = errors.New("retention shorter than 24h")
+
+// ErrNegativeRetention: a vacuum retention below zero, which would put the
+// cutoff in the future and delete files still being written.
+var ErrNegativeRetention = errors.New("retention is negative")
 
 // VacuumOptions say what Vacuum may delete.
 type VacuumOptions struct {
 	// Retain keeps every version committed within this age of now (and
-	// always the latest), and every file younger than it. Default 168h.
+	// always the latest), and every file younger than it. Zero means zero
+	// (only the latest version is kept, and every unreferenced file goes),
+	// so, like any retention under MinRetention, it needs Force; negative
+	// is refused. DefaultRetention is the usual choice.
 	Retain time.Duration
 	// Force allows a Retain under MinRetention.
 	Force bool
@@ -45,10 +56,15 @@ type VacuumResult struct {
 // all references (the leftovers of commits that lost a race or crashed). It
 // never deletes manifests, and never a file outside the table root or
 // under a folder whose name starts with '_' or '.' (other engines' logs).
+//
+// Import relies on every version's manifest, pages and pieces staying: it
+// asks them which files the table ever had, so that a replaced file still
+// on disk (younger than the retention) is never adopted again. A vacuum
+// that expired manifests would have to keep that knowledge elsewhere.
 func (t *Table) Vacuum(ctx context.Context, o VacuumOptions) (VacuumResult, error) {
 	var res VacuumResult
-	if o.Retain == 0 {
-		o.Retain = 168 * time.Hour
+	if o.Retain < 0 {
+		return res, fmt.Errorf("vacuum %s: --retain %s: %w", t.loc, o.Retain, ErrNegativeRetention)
 	}
 	if o.Retain < MinRetention && !o.Force {
 		return res, fmt.Errorf("vacuum %s: --retain %s: %w (pass --force if no writer or reader can still be using older files)", t.loc, o.Retain, ErrRetentionTooShort)

@@ -324,9 +324,14 @@ references and that are older than --retain, and leftovers of commits that
 crashed or lost a race. Manifests are kept. Versions older than --retain can
 no longer be rolled back to once their files are gone. A retention under
 24h is refused without --force: a writer may still be about to commit the
-files it wrote. --dry-run lists what would be deleted.`,
+files it wrote. --retain 0 --force keeps only the latest version and
+deletes every file it does not reference. --dry-run lists what would be
+deleted.`,
 		Args: exactArgs(1, "TABLE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if retain < 0 {
+				return usageError{cmd: "vacuum", err: fmt.Errorf("vacuum: --retain %s: %w", retain, catalog.ErrNegativeRetention)}
+			}
 			t, err := a.openTable(cmd, args[0])
 			if err != nil {
 				return err
@@ -358,7 +363,7 @@ files it wrote. --dry-run lists what would be deleted.`,
 			return nil
 		},
 	}
-	cmd.Flags().DurationVar(&retain, "retain", 168*time.Hour, "keep versions committed and files written within this age")
+	cmd.Flags().DurationVar(&retain, "retain", catalog.DefaultRetention, "keep versions committed and files written within this age (0 with --force: only the latest)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "list what would be deleted, delete nothing")
 	cmd.Flags().BoolVar(&force, "force", false, "allow a retention under 24h")
 	return cmd
