@@ -28,7 +28,12 @@ type ImportResult struct {
 	// referenced and the latest does not: replaced by a compaction or
 	// dropped by a rollback, left on disk for vacuum.
 	FilesReplaced int
-	Rows, Bytes   int64
+	// FilesUncommitted are the skipped files under the table's root that
+	// sluice itself wrote (named as NewDataFilePath names them) and no
+	// version lists: the output of a run that crashed or has not committed
+	// yet. Only a commit makes such a file part of the table.
+	FilesUncommitted int
+	Rows, Bytes      int64
 }
 
 // isDataFile reports whether key (relative to a folder being imported) is
@@ -180,6 +185,16 @@ func (t *Table) Import(ctx context.Context, from string, o ImportOptions) (Impor
 		cands = slices.DeleteFunc(cands, func(c *cand) bool { return former[c.tpath] })
 		res.FilesReplaced = len(former)
 		res.FilesSkipped += len(former)
+	}
+	if cur != nil && !external {
+		// sluice's own writes become part of a table by a commit alone:
+		// one that is in the folder and in no version is a crashed or
+		// running writer's, and adopting it would count its rows when the
+		// writer retries or commits.
+		n := len(cands)
+		cands = slices.DeleteFunc(cands, func(c *cand) bool { return isOwnDataFile(c.tpath) })
+		res.FilesUncommitted = n - len(cands)
+		res.FilesSkipped += res.FilesUncommitted
 	}
 	if len(cands) == 0 {
 		return res, nil

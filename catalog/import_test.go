@@ -381,3 +381,42 @@ func TestImportReadsHistoryOnlyOfPartitionsWithNewFiles(t *testing.T) {
 		}
 	})
 }
+
+// Regression: import in place adopted a file sluice had written and not
+// committed (a crashed ingest's or compaction's output, or a running
+// one's), so its rows were counted again when the writer retried. A
+// Spark file that lands beside it is still adopted.
+func TestImportAdoptsNoUncommittedFileOfSluice(t *testing.T) {
+	ctx := context.Background()
+	loc := t.TempDir()
+	tbl := importedTable(t, loc)
+	m, err := tbl.Latest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := eventRows(importDay, 500, 5)
+	orphan := catalog.NewDataFilePath("date=2024-07-01")
+	spark := "date=2024-07-01/part-00000-late.snappy.parquet"
+	for _, key := range []string{orphan, spark} {
+		if _, _, err := catalog.WriteParquet(ctx, tbl.Store(), key, m.Schema, rows); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := tbl.Import(ctx, loc, catalog.ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.FilesAdded != 1 || res.FilesUncommitted != 1 {
+		t.Fatalf("import: %d files added, %d uncommitted skipped; want 1 and 1", res.FilesAdded, res.FilesUncommitted)
+	}
+	got := livePaths(t, tbl, res.Manifest)
+	if _, ok := got[spark]; !ok {
+		t.Errorf("the late Spark file %s is not live: %v", spark, slices.Sorted(maps.Keys(got)))
+	}
+	if _, ok := got[orphan]; ok {
+		t.Errorf("sluice's uncommitted file %s was adopted", orphan)
+	}
+	if want := m.Rows + int64(len(rows)); res.Manifest.Rows != want {
+		t.Errorf("table has %d rows, want %d", res.Manifest.Rows, want)
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path"
+	"regexp"
 	"time"
 
 	"github.com/google/uuid"
@@ -71,6 +73,13 @@ func NewDataFilePath(partition string) string {
 	}
 	return partition + "/" + name
 }
+
+// ownDataFile matches the base names NewDataFilePath gives.
+var ownDataFile = regexp.MustCompile(`^part-[0-9]{8}T[0-9]{6}-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.zstd\.parquet$`)
+
+// isOwnDataFile reports whether key is named as sluice names the data
+// files it writes.
+func isOwnDataFile(key string) bool { return ownDataFile.MatchString(path.Base(key)) }
 
 // PartitionOf returns the Hive partition folder and values of a row under
 // spec; identity fields (values only in folder names) cannot be computed

@@ -119,9 +119,12 @@ func (a *app) importCommand() *cobra.Command {
 
 If TABLE does not exist it is created: the schema is merged from the files'
 footers and the partition keys are read from Hive folders (key=value/).
-TABLE may be DIR itself. On an existing table, the files not yet in it are
-added in one commit, all or nothing: a file the table cannot read fails the
-import and nothing is committed. Folders and files starting with _ or . are
+TABLE may be DIR itself. On an existing table, the files no version of it
+ever listed are added in one commit, all or nothing: a file the table cannot
+read fails the import and nothing is committed. A file a compaction replaced
+or a rollback dropped is history, not news, and is never adopted again; nor
+is a file sluice wrote under TABLE that no version lists (the output of a
+crashed or running writer): vacuum removes those. Folders and files starting with _ or . are
 skipped, as Spark and Delta use them for metadata.`,
 		Example: `  sluice import ./lake/events --from ./lake/events`,
 		Args:    exactArgs(1, "TABLE"),
@@ -142,7 +145,11 @@ skipped, as Spark and Delta use them for metadata.`,
 			}
 			out := map[string]any{"command": "import", "table": args[0], "created": res.Created,
 				"files_in": res.FilesFound, "files_added": res.FilesAdded, "files_skipped": res.FilesSkipped,
+				"files_replaced": res.FilesReplaced, "files_uncommitted": res.FilesUncommitted,
 				"rows_in": res.Rows, "rows_written": 0, "bytes_in": res.Bytes}
+			if res.FilesUncommitted > 0 {
+				a.note("skipped %d files that sluice wrote and no version lists (a crashed or running writer's; vacuum removes them)", res.FilesUncommitted)
+			}
 			if res.Manifest != nil {
 				out["version"] = res.Manifest.Version
 				a.note("imported %d files (%d rows) into %s at version %d", res.FilesAdded, res.Rows, args[0], res.Manifest.Version)
