@@ -453,8 +453,23 @@ func (d *decoder) readJSONL(ctx context.Context, r io.Reader, ordered, work chan
 // bytes up to the size limit, its whole size, and what followed it in the
 // last read: the start of the next line. err is io.EOF when the line ended
 // the file.
+//
+// The line is kept in pieces and joined once its size is known: growing
+// one slice by append allocated five times the line's size before the
+// collector could free any (each growth copies the whole), and held 2.25
+// times it at the last growth; pieces allocate twice the line and hold
+// as much at most, at the join.
 func (d *decoder) longLine(r io.Reader, buf []byte) (long []byte, total int, rest []byte, err error) {
-	long = append([]byte(nil), buf[:min(len(buf), d.maxBytes+1)]...)
+	limit := d.maxBytes + 1
+	var pieces [][]byte
+	kept := 0
+	keep := func(chunk []byte) {
+		if n := min(len(chunk), limit-kept); n > 0 {
+			pieces = append(pieces, bytes.Clone(chunk[:n]))
+			kept += n
+		}
+	}
+	keep(buf)
 	total = len(buf)
 	for {
 		var m int
@@ -468,10 +483,13 @@ func (d *decoder) longLine(r io.Reader, buf []byte) (long []byte, total int, res
 			chunk, rest, err = chunk[:end+1], chunk[end+1:], nil
 		}
 		total += len(chunk)
-		if len(long) < d.maxBytes+1 {
-			long = append(long, chunk[:min(len(chunk), d.maxBytes+1-len(long))]...)
-		}
+		keep(chunk)
 		if end >= 0 || err != nil {
+			long = make([]byte, 0, kept)
+			for i, p := range pieces {
+				long = append(long, p...)
+				pieces[i] = nil // each piece freed as soon as it is copied
+			}
 			return long, total, rest, err
 		}
 	}
