@@ -446,8 +446,31 @@ func columnStats(key string, md *format.FileMetaData, c *fileColumn) (ColumnStat
 	if known && lo != nil && hi != nil {
 		l, h := FormatValue(c.Type, lo), FormatValue(c.Type, hi)
 		cs.Min, cs.Max = &l, &h
+		if c.Type.Kind == KindString {
+			boundStrings(&cs)
+		}
 	}
 	return cs, nil
+}
+
+// boundStrings truncates a string column's bounds to StatsTruncateBytes
+// and marks those that are, or may be, truncated: a footer bound as long
+// as a truncated one may have been cut by its writer (see
+// statsMaybeTruncated), and a foreign file's footer may hold a value of
+// any size.
+func boundStrings(cs *ColumnStats) {
+	if len(*cs.Min) >= statsMaybeTruncated || !utf8.ValidString(*cs.Min) {
+		l, _ := truncateMinString(*cs.Min, StatsTruncateBytes)
+		cs.Min, cs.MinTruncated = &l, true
+	}
+	if len(*cs.Max) >= statsMaybeTruncated || !utf8.ValidString(*cs.Max) {
+		cs.MaxTruncated = true
+		if h, _, ok := truncateMaxString(*cs.Max, StatsTruncateBytes); ok {
+			cs.Max = &h
+		} else {
+			cs.Max = nil
+		}
+	}
 }
 
 func signedOrder(c *fileColumn) bool {
@@ -1002,8 +1025,9 @@ func WriteParquet(ctx context.Context, st cloud.Store, key string, schema Schema
 //	binary        BYTE_ARRAY
 //
 // Statistics (min/max/nulls) are in the footer per column chunk and in the
-// page index per page (see ParquetWriterOptions). A ParquetWriter is not
-// safe for concurrent use.
+// page index per page (see ParquetWriterOptions), string and binary bounds
+// truncated to StatsTruncateBytes. A ParquetWriter is not safe for
+// concurrent use.
 type ParquetWriter struct {
 	schema Schema
 	tmp    *os.File
@@ -1277,6 +1301,9 @@ func (pw *ParquetWriter) Close(ctx context.Context, st cloud.Store, key string) 
 	}
 	size, err := pw.tmp.Seek(0, io.SeekEnd)
 	if err != nil {
+		return 0, FileStats{}, fmt.Errorf("write %s: %w", key, err)
+	}
+	if size, err = TruncateFooterStats(pw.tmp, size); err != nil {
 		return 0, FileStats{}, fmt.Errorf("write %s: %w", key, err)
 	}
 	var stats FileStats

@@ -93,7 +93,9 @@ func ParquetSchema(schema Schema) (*parquet.Schema, error) {
 
 // ParquetWriterOptions are the options sluice writes data files with: zstd,
 // dictionaries that stop growing at parquet-mr's 1 MiB, statistics in the
-// footer and the page index (column index). Page headers carry none: the
+// footer and the page index (column index), byte arrays' truncated to
+// StatsTruncateBytes (the footer's by TruncateFooterStats, which a writer
+// must call on the finished file). Page headers carry none: the
 // column index has the same bounds, readers use it, and parquet-go would
 // compute every page's bounds twice.
 // Row group size is the caller's (parquet-go flushes a row group at
@@ -104,6 +106,9 @@ func ParquetWriterOptions() []parquet.WriterOption {
 		// parquet-go writes page header statistics unless told not to.
 		parquet.DataPageStatistics(false),
 		parquet.DictionaryMaxBytes(parquetDictionaryMaxBytes),
+		// Page index bounds of byte arrays as long as the footer's (see
+		// TruncateFooterStats): parquet-go cuts them, 16 bytes unless told.
+		parquet.ColumnIndexSizeLimit(func([]string) int { return StatsTruncateBytes }),
 	}
 }
 

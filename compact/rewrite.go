@@ -1016,7 +1016,10 @@ func (rw *rewriter) closeFile() error {
 	if err := rw.buf.Flush(); err != nil {
 		return fmt.Errorf("rewrite %s: write: %w", rw.partition, err)
 	}
-	size := rw.cw.n
+	size, err := catalog.TruncateFooterStats(rw.tmp, rw.cw.n)
+	if err != nil {
+		return fmt.Errorf("rewrite %s: write: %w", rw.partition, err)
+	}
 	// The disk writes the file while the read-back below keeps the CPU
 	// busy, so that PutFile's sync does not leave it idle.
 	cloud.StartWriteback(rw.tmp)

@@ -47,6 +47,8 @@ type decoder struct {
 	// twin decodes blocks of a JSON lines file beside d, on another
 	// goroutine (decodeJSONL). Nil in a twin.
 	twin *decoder
+	// zstdWindow bounds a zstd landing file's window (see zstdWindow).
+	zstdWindow uint64
 }
 
 // rawRecord is one text record to decode: its bytes (cut at the size
@@ -88,7 +90,7 @@ func newDecoder(schema catalog.Schema, o Options) *decoder {
 }
 
 func newSoloDecoder(schema catalog.Schema, o Options) *decoder {
-	d := &decoder{schema: schema, maxBytes: o.MaxRecordBytes}
+	d := &decoder{schema: schema, maxBytes: o.MaxRecordBytes, zstdWindow: zstdWindow(o.MemoryBudget)}
 	slab, box := &strSlab{}, &boxes{}
 	var names []string
 	for _, c := range schema.Columns {
@@ -166,27 +168,69 @@ func (d *decoder) decodeFile(ctx context.Context, st cloud.Store, key string, si
 		return err
 	}
 	defer rc.Close()
-	var r io.Reader = rc
-	switch comp {
-	case "gz":
-		zr, err := gzip.NewReader(bufio.NewReaderSize(rc, 256<<10))
-		if err != nil {
-			return fmt.Errorf("gzip: %w", err)
-		}
-		defer zr.Close()
-		r = &labelled{r: zr, label: "gzip (truncated or corrupt)"}
-	case "zst":
-		zr, err := zstd.NewReader(bufio.NewReaderSize(rc, 256<<10), zstd.WithDecoderConcurrency(2))
-		if err != nil {
-			return fmt.Errorf("zstd: %w", err)
-		}
-		defer zr.Close()
-		r = &labelled{r: zr, label: "zstd (truncated or corrupt)"}
+	r, closeR, err := decompress(rc, comp, d.zstdWindow)
+	if err != nil {
+		return err
 	}
+	defer closeR()
 	if format == FormatCSV {
 		return d.decodeCSV(ctx, r, emit)
 	}
 	return d.decodeJSONL(ctx, r, emit)
+}
+
+// zstdWindow is the largest window a zstd frame of a landing file may ask
+// for under a memory budget: the decoder keeps that much history (twice
+// that, decoding two blocks at once), outside the rows the budget counts.
+// An eighth of the budget, but at least the 8 MiB every zstd decoder is
+// advised to support (RFC 8878), which the zstd tool's levels 1 to 19
+// stay within; --long and --ultra files ask for more (up to 2 GiB) and
+// need a larger --memory. gzip needs no such bound: deflate's window is
+// 32 KiB.
+func zstdWindow(budget int64) uint64 {
+	return uint64(max(8<<20, budget/8))
+}
+
+// decompress returns the decompressed bytes of r for a compression ("",
+// "gz" or "zst", see formatOf) and the function that frees the
+// decompressor. A zstd frame that asks for a window larger than
+// maxWindow fails the file with an error saying so.
+func decompress(r io.Reader, comp string, maxWindow uint64) (io.Reader, func(), error) {
+	switch comp {
+	case "gz":
+		zr, err := gzip.NewReader(bufio.NewReaderSize(r, 256<<10))
+		if err != nil {
+			return nil, nil, fmt.Errorf("gzip: %w", err)
+		}
+		return &labelled{r: zr, label: "gzip (truncated or corrupt)"}, func() { zr.Close() }, nil
+	case "zst":
+		zr, err := zstd.NewReader(bufio.NewReaderSize(r, 256<<10), zstd.WithDecoderConcurrency(2),
+			zstd.WithDecoderMaxWindow(maxWindow))
+		if err != nil {
+			return nil, nil, fmt.Errorf("zstd: %w", err)
+		}
+		return &zstdErrors{labelled{r: zr, label: "zstd (truncated or corrupt)"}, maxWindow}, zr.Close, nil
+	}
+	return r, func() {}, nil
+}
+
+// zstdErrors says what an exceeded window means: the file is fine, the
+// memory allowed is not enough for it.
+type zstdErrors struct {
+	labelled
+	maxWindow uint64
+}
+
+func (z *zstdErrors) Read(p []byte) (int, error) {
+	n, err := z.labelled.r.Read(p)
+	switch {
+	case errors.Is(err, zstd.ErrWindowSizeExceeded):
+		err = fmt.Errorf("zstd: a frame asks for a window over the %d MiB that --memory allows (an eighth of it, 8 MiB at least; written with zstd --long or --ultra?): %w",
+			z.maxWindow>>20, err)
+	case err != nil && err != io.EOF:
+		err = fmt.Errorf("%s: %w", z.label, err)
+	}
+	return n, err
 }
 
 // labelled names the decompressor in its read errors: "unexpected EOF"
@@ -420,8 +464,23 @@ func (d *decoder) readJSONL(ctx context.Context, r io.Reader, ordered, work chan
 // bytes up to the size limit, its whole size, and what followed it in the
 // last read: the start of the next line. err is io.EOF when the line ended
 // the file.
+//
+// The line is kept in pieces and joined once its size is known: growing
+// one slice by append allocated five times the line's size before the
+// collector could free any (each growth copies the whole), and held 2.25
+// times it at the last growth; pieces allocate twice the line and hold
+// as much at most, at the join.
 func (d *decoder) longLine(r io.Reader, buf []byte) (long []byte, total int, rest []byte, err error) {
-	long = append([]byte(nil), buf[:min(len(buf), d.maxBytes+1)]...)
+	limit := d.maxBytes + 1
+	var pieces [][]byte
+	kept := 0
+	keep := func(chunk []byte) {
+		if n := min(len(chunk), limit-kept); n > 0 {
+			pieces = append(pieces, bytes.Clone(chunk[:n]))
+			kept += n
+		}
+	}
+	keep(buf)
 	total = len(buf)
 	for {
 		var m int
@@ -435,10 +494,13 @@ func (d *decoder) longLine(r io.Reader, buf []byte) (long []byte, total int, res
 			chunk, rest, err = chunk[:end+1], chunk[end+1:], nil
 		}
 		total += len(chunk)
-		if len(long) < d.maxBytes+1 {
-			long = append(long, chunk[:min(len(chunk), d.maxBytes+1-len(long))]...)
-		}
+		keep(chunk)
 		if end >= 0 || err != nil {
+			long = make([]byte, 0, kept)
+			for i, p := range pieces {
+				long = append(long, p...)
+				pieces[i] = nil // each piece freed as soon as it is copied
+			}
 			return long, total, rest, err
 		}
 	}

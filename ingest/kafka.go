@@ -335,10 +335,6 @@ func runKafka(ctx context.Context, t *catalog.Table, source string, o Options) (
 		// monitoring only, after the manifest commit.
 		kgo.DisableAutoCommit(),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		// Fetched batches wait in the client until polled, outside the
-		// sinks' budget: keep them to an eighth of it (franz-go's default
-		// is 50 MiB).
-		kgo.FetchMaxBytes(int32(min(50<<20, max(1<<20, o.MemoryBudget/8)))),
 		kgo.KeepControlRecords(),
 		kgo.WithPools(fetchPool{}),
 		// A range deleted after the run listed it must fail the run, not
@@ -349,6 +345,7 @@ func runKafka(ctx context.Context, t *catalog.Table, source string, o Options) (
 		kgo.OnPartitionsRevoked(kr.revoked),
 		kgo.OnPartitionsLost(kr.lost),
 	}
+	opts = append(opts, fetchLimits(o)...)
 	if o.InstanceID != "" {
 		opts = append(opts, kgo.InstanceID(o.InstanceID))
 	}
@@ -1249,6 +1246,38 @@ func (d *decoder) decodeValue(raw []byte) (row []any, rec []byte, bad error) {
 // it is recycled, which consume does once take has decoded them (rows and
 // quarantined bytes are copies).
 type fetchPool struct{}
+
+// maxConcurrentFetches is how many fetches a Kafka run lets franz-go have
+// in flight or buffered at once, over all brokers: enough that a broker
+// with nothing new (which holds a fetch up to FetchMaxWait) does not
+// stall the others.
+const maxConcurrentFetches = 4
+
+// fetchLimits are the client options that bound the memory of fetched
+// batches (o with its defaults). Fetched batches wait in the client until
+// polled, outside the sinks' budget: they are kept to an eighth of it.
+// franz-go's FetchMaxBytes bounds one fetch, and it fetches from every
+// broker at once unless MaxConcurrentFetches says otherwise, so the
+// eighth is shared by at most maxConcurrentFetches fetches (fewer when it
+// holds fewer than that many MiB; a fetch asks for 1 MiB at least, and
+// 50 MiB, franz-go's default, at most).
+//
+// A broker answers with a record batch larger than FetchMaxBytes when it
+// is the first one (so that the client makes progress); BrokerMaxReadBytes,
+// the largest response the client reads, is franz-go's advised twice
+// FetchMaxBytes plus one record at the size limit, so that a batch holding
+// a record the run quarantines for its size is read, not refused.
+func fetchLimits(o Options) []kgo.Opt {
+	eighth := o.MemoryBudget / 8
+	n := min(maxConcurrentFetches, max(1, eighth/(1<<20)))
+	perFetch := min(50<<20, max(1<<20, eighth/n))
+	readMax := min(1<<30, 2*perFetch+int64(o.MaxRecordBytes))
+	return []kgo.Opt{
+		kgo.MaxConcurrentFetches(int(n)),
+		kgo.FetchMaxBytes(int32(perFetch)),
+		kgo.BrokerMaxReadBytes(int32(readMax)),
+	}
+}
 
 var (
 	decompressBufs sync.Pool // *[]byte

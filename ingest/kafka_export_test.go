@@ -1,6 +1,10 @@
 package ingest
 
-import "time"
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
 
 // SetKafkaReadGate holds every Kafka run, before it reads or finishes,
 // until gate returns true for the partitions then assigned to it; it
@@ -19,3 +23,7 @@ func SetKafkaIdleTimeout(d time.Duration) (restore func()) {
 	kafkaIdleTimeout = d
 	return func() { kafkaIdleTimeout = old }
 }
+
+// KafkaFetchLimits are the client options that bound a run's fetched
+// batches, for its Options with their defaults.
+func KafkaFetchLimits(o Options) []kgo.Opt { return fetchLimits(o.withDefaults()) }

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -51,13 +52,18 @@ type Options struct {
 	MinAge time.Duration
 	// MaxRecordBytes is the largest record accepted, in bytes of its raw
 	// encoding (a JSON or CSV line); a larger one is quarantined with its
-	// first MaxRecordBytes bytes. Zero: 1 MiB.
+	// first MaxRecordBytes bytes. A record costs up to RecordMemoryMultiple
+	// times its size in memory, so MaxRecordBytes must fit MemoryBudget
+	// that many times (see MaxRecordBytesFor). Zero: 1 MiB, or
+	// MaxRecordBytesFor(MemoryBudget) if that is less.
 	MaxRecordBytes int
 	// EpochUnit is the unit of numbers given for timestamp columns. Zero:
 	// seconds.
 	EpochUnit EpochUnit
-	// MemoryBudget bounds, in bytes, the decoded rows held in memory
-	// before they are handed to the Parquet writers. Zero: 256 MiB.
+	// MemoryBudget bounds, in bytes, the memory of a run: the decoded rows
+	// held before they are handed to the Parquet writers, the row groups
+	// those hold, the largest record on its way (see MaxRecordBytes),
+	// fetched Kafka batches and a zstd file's window. Zero: 256 MiB.
 	MemoryBudget int64
 	// TargetFileSize is the size, in bytes, at which a partition's output
 	// file is finished and a new one started. Zero: the table's
@@ -116,6 +122,28 @@ const (
 	DefaultDedupWindow    = 24 * time.Hour
 )
 
+// RecordMemoryMultiple is how many times its size a record may take in
+// memory on its way from a landing file to a Parquet file. One record
+// costs up to about 14 times: the line read (kept in pieces, then joined:
+// twice), the decoded string, and in parquet-go the dictionary's copy of
+// the value and its values buffer, the PLAIN page it falls back to, the
+// compressed page (compressed twice while a column's zstd level is being
+// learnt), the chunk's min and max and the page index's (cut to 64 bytes
+// only when the file is finished), plus what the collector has not yet
+// freed of them. A quarantined record is kept whole as bytes and costs
+// about as much, and the table's and the quarantine's writers run at once,
+// so a valid record and a quarantined one may both be on their way: twice
+// that. Measured as the peak RSS of "sluice ingest" over its 50 MB at
+// rest, one line of 8 MiB to 128 MiB: 11 times a valid line, 14 times a
+// quarantined one, 24 times both in one file.
+const RecordMemoryMultiple = 32
+
+// MaxRecordBytesFor is the largest MaxRecordBytes that fits a memory
+// budget: a RecordMemoryMultiple-th of it.
+func MaxRecordBytesFor(budget int64) int {
+	return int(min(budget/RecordMemoryMultiple, 1<<40))
+}
+
 // DefaultOptions returns the defaults spelled out.
 func DefaultOptions() Options {
 	return Options{MaxRecordBytes: DefaultMaxRecordBytes, EpochUnit: EpochSeconds,
@@ -152,6 +180,10 @@ func (o Options) Validate() error {
 	if o.MemoryBudget < 0 {
 		bad = append(bad, fmt.Sprintf("MemoryBudget %d < 0", o.MemoryBudget))
 	}
+	if budget := cmp.Or(o.MemoryBudget, DefaultMemoryBudget); o.MaxRecordBytes > MaxRecordBytesFor(budget) && o.MemoryBudget >= 0 {
+		bad = append(bad, fmt.Sprintf("MaxRecordBytes %d does not fit MemoryBudget %d: a record takes up to %d times its size in memory, so at most %d",
+			o.MaxRecordBytes, budget, RecordMemoryMultiple, MaxRecordBytesFor(budget)))
+	}
 	if o.TargetFileSize < 0 {
 		bad = append(bad, fmt.Sprintf("TargetFileSize %d < 0", o.TargetFileSize))
 	}
@@ -169,14 +201,14 @@ func (o Options) Validate() error {
 
 func (o Options) withDefaults() Options {
 	d := DefaultOptions()
-	if o.MaxRecordBytes == 0 {
-		o.MaxRecordBytes = d.MaxRecordBytes
-	}
 	if o.EpochUnit == "" {
 		o.EpochUnit = d.EpochUnit
 	}
 	if o.MemoryBudget == 0 {
 		o.MemoryBudget = d.MemoryBudget
+	}
+	if o.MaxRecordBytes == 0 {
+		o.MaxRecordBytes = max(1, min(d.MaxRecordBytes, MaxRecordBytesFor(o.MemoryBudget)))
 	}
 	if o.DedupKey != "" && o.DedupWindow == 0 {
 		o.DedupWindow = DefaultDedupWindow

@@ -75,19 +75,23 @@ records_deduplicated.`,
 				OnGap: ingest.GapPolicy(onGap), RunID: a.runID, Logger: a.logger}
 			o.Group, o.InstanceID = group, instanceID
 			o.DedupKey, o.DedupWindow = dedupKey, dedupWindow
-			if maxRecordBytes != "" {
+			if memory != "" {
+				n, err := humanize.ParseBytes(memory)
+				if err != nil || n == 0 || n > 1<<50 {
+					return usageError{cmd: "ingest", err: fmt.Errorf("--memory %q: want a size such as 256MiB", memory)}
+				}
+				o.MemoryBudget = int64(n)
+			}
+			// Unset, the record limit is 1 MiB or what --memory holds.
+			if cmd.Flags().Changed("max-record-bytes") {
 				n, err := humanize.ParseBytes(maxRecordBytes)
-				if err != nil || n == 0 {
+				if err != nil || n == 0 || n > 1<<40 {
 					return usageError{cmd: "ingest", err: fmt.Errorf("--max-record-bytes %q: want a size such as 1MiB", maxRecordBytes)}
 				}
 				o.MaxRecordBytes = int(n)
 			}
-			if memory != "" {
-				n, err := humanize.ParseBytes(memory)
-				if err != nil || n == 0 {
-					return usageError{cmd: "ingest", err: fmt.Errorf("--memory %q: want a size such as 256MiB", memory)}
-				}
-				o.MemoryBudget = int64(n)
+			if err := recordFits(o); err != nil {
+				return usageError{cmd: "ingest", err: err}
 			}
 			if err := o.Validate(); err != nil {
 				return usageError{cmd: "ingest", err: err}
@@ -141,9 +145,10 @@ records_deduplicated.`,
 	cmd.Flags().StringVar(&quarantine, "quarantine", "", "quarantine table for bad records (default: TABLE + \"_quarantine\")")
 	cmd.Flags().DurationVar(&minAge, "min-age", 0, "leave files modified more recently than this for the next run")
 	cmd.Flags().StringVar(&epochUnit, "epoch-unit", "s", "unit of numeric timestamps: s, ms or us")
-	cmd.Flags().StringVar(&maxRecordBytes, "max-record-bytes", "1MiB", "largest record accepted; larger ones are quarantined")
+	cmd.Flags().StringVar(&maxRecordBytes, "max-record-bytes", "1MiB",
+		fmt.Sprintf("largest record accepted; larger ones are quarantined (at most a %dth of --memory)", ingest.RecordMemoryMultiple))
 	cmd.Flags().StringVar(&memory, "memory", humanize.IBytes(ingest.DefaultMemoryBudget),
-		"memory budget for rows buffered before they are written; the process aims to stay within it plus "+humanize.IBytes(gcHeadroom))
+		"memory budget of the run: rows buffered, the largest record, fetched batches; the process aims to stay within it plus "+humanize.IBytes(gcHeadroom))
 	cmd.Flags().BoolVar(&ordered, "ordered-names", false, "landing file names only increase: keep a high-water mark in the checkpoint instead of every name")
 	cmd.Flags().StringVar(&dedupKey, "dedup-key", "", "drop records whose value of this column the table's commits of the --dedup-window, or earlier records of the run, already wrote")
 	cmd.Flags().DurationVar(&dedupWindow, "dedup-window", 0, "how far back, by commit time, --dedup-key looks (default 24h)")
@@ -169,4 +174,22 @@ func ingestSummary(table, from string, kafka bool, res ingest.Result) map[string
 		out["quarantine_version"] = res.QuarantineVersion
 	}
 	return out
+}
+
+// recordFits refuses a --max-record-bytes that --memory cannot hold: a
+// record takes up to ingest.RecordMemoryMultiple times its size on its way
+// to a Parquet file, and the run must stay within --memory whatever its
+// records.
+func recordFits(o ingest.Options) error {
+	budget := o.MemoryBudget
+	if budget == 0 {
+		budget = ingest.DefaultMemoryBudget
+	}
+	if o.MaxRecordBytes <= ingest.MaxRecordBytesFor(budget) {
+		return nil
+	}
+	return fmt.Errorf("ingest: --max-record-bytes %s cannot fit in --memory %s: a record takes up to %d times its size in memory; "+
+		"give --memory %s or more, or --max-record-bytes %s or less",
+		humanize.IBytes(uint64(o.MaxRecordBytes)), humanize.IBytes(uint64(budget)), ingest.RecordMemoryMultiple,
+		humanize.IBytes(uint64(o.MaxRecordBytes)*ingest.RecordMemoryMultiple), humanize.IBytes(uint64(ingest.MaxRecordBytesFor(budget))))
 }
