@@ -1,18 +1,20 @@
 package catalog
 
 import (
-	"fmt"
 	"sync"
 
-	ddzstd "github.com/DataDog/zstd"
 	"github.com/parquet-go/parquet-go/compress"
 	"github.com/parquet-go/parquet-go/format"
 )
 
 // Data files are compressed with zstd by the reference C library (through
-// cgo): on the columns sluice rewrites it is about three times as fast as
-// the pure-Go encoder at level 1 and faster at level 3, and compression is
-// most of what a rewrite costs (see bench/compact.sh).
+// cgo) where cgo is on: on the columns sluice rewrites it is about three
+// times as fast as the pure-Go encoder at level 1 and faster at level 3,
+// and compression is most of what a rewrite costs (see bench/compact.sh).
+// A build without cgo (CGO_ENABLED=0: static binaries, cross-builds) uses
+// the pure-Go encoder of klauspost/compress instead, its levels
+// SpeedFastest and SpeedDefault standing for 1 and 3 (see zstd_cgo.go and
+// zstd_nocgo.go). Both write standard zstd frames; each reads the other's.
 //
 // Level 1 compresses ids and other high-entropy text as well as level 3,
 // but loses up to a third on columns whose repetition is in a few bytes of
@@ -120,20 +122,5 @@ func (c *adaptiveZstd) Encode(dst, src []byte) ([]byte, error) {
 	return keep, nil
 }
 
-// zstdCtxs are reusable compression contexts: ddzstd.CompressLevel
-// allocates and initializes a fresh context (about a MiB of tables at level
-// 3) for every page.
-var zstdCtxs = sync.Pool{New: func() any { return ddzstd.NewCtx() }}
-
-func compressLevel(dst, src []byte, level int) ([]byte, error) {
-	zc := zstdCtxs.Get().(ddzstd.Ctx)
-	out, err := zc.CompressLevel(dst[:cap(dst)], src, level)
-	zstdCtxs.Put(zc)
-	if err != nil {
-		return dst[:0], fmt.Errorf("zstd level %d: %w", level, err)
-	}
-	return out, nil
-}
-
-// Decode is the C decoder's (see cZstd).
-func (c *adaptiveZstd) Decode(dst, src []byte) ([]byte, error) { return cZstd{}.Decode(dst, src) }
+// Decode is zstdCodec's, the decoder parquet-go reads every page with.
+func (c *adaptiveZstd) Decode(dst, src []byte) ([]byte, error) { return zstdCodec{}.Decode(dst, src) }

@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	_ "unsafe" // go:linkname
 
-	ddzstd "github.com/DataDog/zstd"
 	"github.com/parquet-go/parquet-go/compress"
 	"github.com/parquet-go/parquet-go/format"
 )
@@ -18,39 +17,41 @@ import (
 // offers no option to choose another. Reading is half of a compaction's
 // decompression (the inputs, then the read-back of every output for
 // verification), and the reference C decoder is about three times as fast,
-// so sluice puts its own codec in that table once, at start. The table is
-// reached by linkname; TestParquetReadsZstdWithC fails if a parquet-go
-// upgrade renames or reshapes it.
+// so sluice puts its own codec in that table once, at start: the C decoder
+// where cgo is on, and in every build the primed pages (PrimeZstdPage),
+// which spare a compaction a second decompression of a page it has just
+// decompressed itself. The table is reached by linkname;
+// TestParquetReadsZstdWithOurCodec fails if a parquet-go upgrade renames or
+// reshapes it.
 //
 //go:linkname parquetCodecs github.com/parquet-go/parquet-go.compressionCodecs
 var parquetCodecs [format.Lz4Raw + 1]compress.Codec
 
-func init() { parquetCodecs[format.Zstd] = cZstd{} }
+func init() { parquetCodecs[format.Zstd] = zstdCodec{} }
 
-// cZstd is zstd through the C library: Decode for every page parquet-go
-// reads, Encode (level 3) for the files written without a per-column codec.
-type cZstd struct{}
+// zstdCodec is sluice's zstd (the build's, see compressLevel): Decode for
+// every page parquet-go reads, Encode (level 3) for the files written
+// without a per-column codec.
+type zstdCodec struct{}
 
-func (cZstd) String() string                            { return "ZSTD" }
-func (cZstd) CompressionCodec() format.CompressionCodec { return format.Zstd }
+func (zstdCodec) String() string                            { return "ZSTD" }
+func (zstdCodec) CompressionCodec() format.CompressionCodec { return format.Zstd }
 
-func (cZstd) Encode(dst, src []byte) ([]byte, error) {
+func (zstdCodec) Encode(dst, src []byte) ([]byte, error) {
 	return compressLevel(dst, src, zstdSmallLevel)
 }
 
 // Decode decompresses one page. dst, when its capacity holds the page's
 // uncompressed size (parquet-go passes such a buffer), is reused. A page
 // primed with PrimeZstdPage is copied, not decompressed.
-func (cZstd) Decode(dst, src []byte) ([]byte, error) {
+func (zstdCodec) Decode(dst, src []byte) ([]byte, error) {
 	if len(src) == 0 {
 		return dst[:0], nil
 	}
 	if u, ok := primedPage(src); ok {
 		return append(dst[:0], u...), nil // in dst when it holds u
 	}
-	zc := zstdCtxs.Get().(ddzstd.Ctx) // a context both compresses and decompresses
-	out, err := zc.Decompress(dst[:cap(dst)], src)
-	zstdCtxs.Put(zc)
+	out, err := decompress(dst, src)
 	if err != nil {
 		return dst[:0], fmt.Errorf("zstd: %w", err)
 	}

@@ -8,15 +8,15 @@ import (
 	"github.com/parquet-go/parquet-go/format"
 )
 
-func TestParquetReadsZstdWithC(t *testing.T) {
-	if got := parquet.LookupCompressionCodec(format.Zstd); got != (cZstd{}) {
-		t.Fatalf("parquet-go decodes zstd with %T, want catalog.cZstd: its codec table moved", got)
+func TestParquetReadsZstdWithOurCodec(t *testing.T) {
+	if got := parquet.LookupCompressionCodec(format.Zstd); got != (zstdCodec{}) {
+		t.Fatalf("parquet-go decodes zstd with %T, want catalog.zstdCodec: its codec table moved", got)
 	}
 	if got := parquet.LookupCompressionCodec(format.Snappy); got.CompressionCodec() != format.Snappy {
 		t.Fatalf("snappy codec is %v after the swap: the table's shape changed", got.CompressionCodec())
 	}
 	src := bytes.Repeat([]byte("sluice compacts small files; "), 1000)
-	enc, err := cZstd{}.Encode(nil, src)
+	enc, err := zstdCodec{}.Encode(nil, src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,13 +27,13 @@ func TestParquetReadsZstdWithC(t *testing.T) {
 	}
 	for name, frame := range map[string][]byte{"c": enc, "go": goEnc} {
 		for _, dst := range [][]byte{nil, make([]byte, 0, len(src)), make([]byte, 0, 10)} {
-			out, err := cZstd{}.Decode(dst, frame)
+			out, err := zstdCodec{}.Decode(dst, frame)
 			if err != nil || !bytes.Equal(out, src) {
 				t.Fatalf("%s frame, dst cap %d: %d bytes, %v", name, cap(dst), len(out), err)
 			}
 		}
 	}
-	if _, err := (cZstd{}).Decode(nil, []byte("not zstd at all")); err == nil {
+	if _, err := (zstdCodec{}).Decode(nil, []byte("not zstd at all")); err == nil {
 		t.Fatal("garbage decoded without error")
 	}
 }
@@ -44,11 +44,11 @@ func TestParquetReadsZstdWithC(t *testing.T) {
 // shows; a caller primes the page's true bytes.)
 func TestPrimedZstdPageIsCopiedUntilDone(t *testing.T) {
 	src := bytes.Repeat([]byte("sluice compacts small files; "), 1000)
-	frame, err := cZstd{}.Encode(nil, src)
+	frame, err := zstdCodec{}.Encode(nil, src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := cZstd{}.Encode(nil, src[:len(src)-1])
+	other, err := zstdCodec{}.Encode(nil, src[:len(src)-1])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,14 +59,14 @@ func TestPrimedZstdPageIsCopiedUntilDone(t *testing.T) {
 	if err != nil || !bytes.Equal(out, marked) || &out[0] != &dst[0] {
 		t.Fatalf("primed page: %d bytes, err %v, in place %v", len(out), err, len(out) > 0 && &out[0] == &dst[0])
 	}
-	if out, err := (cZstd{}).Decode(nil, bytes.Clone(frame)); err != nil || !bytes.Equal(out, marked) {
+	if out, err := (zstdCodec{}).Decode(nil, bytes.Clone(frame)); err != nil || !bytes.Equal(out, marked) {
 		t.Fatalf("primed page from other memory: err %v", err)
 	}
-	if out, err := (cZstd{}).Decode(nil, other); err != nil || !bytes.Equal(out, src[:len(src)-1]) {
+	if out, err := (zstdCodec{}).Decode(nil, other); err != nil || !bytes.Equal(out, src[:len(src)-1]) {
 		t.Fatalf("a page not primed: err %v", err)
 	}
 	done()
-	if out, err := (cZstd{}).Decode(nil, frame); err != nil || !bytes.Equal(out, src) {
+	if out, err := (zstdCodec{}).Decode(nil, frame); err != nil || !bytes.Equal(out, src) {
 		t.Fatalf("after done: err %v", err)
 	}
 }

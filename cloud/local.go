@@ -8,26 +8,40 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
-
-	"golang.org/x/sys/unix"
 )
 
 // tmpPrefix starts the name of every file a local Put writes before it
 // publishes it. List skips such files and keys may not use the prefix.
 const tmpPrefix = ".tmp-"
 
+// ErrOutsideRoot: a local key's path reaches, through a symbolic link, a
+// place outside the store's root folder. The local store never reads,
+// writes, lists or deletes there: what a store holds stays under its root.
+var ErrOutsideRoot = errors.New("path leaves the root folder through a symbolic link")
+
 // localStore keeps objects as files under root.
 //
 // Put writes a temp file beside the target, fsyncs it, then publishes it in
 // one atomic step — rename(2) to overwrite, link(2) to create only — and
 // fsyncs the folder, so a crash leaves the old object or the new one. A
-// compare-and-swap holds an exclusive flock(2) on the parent folder across
-// its check and its rename; every other write to that folder holds it
-// shared, so no write slips between the check and the swap.
+// compare-and-swap holds an exclusive lock on the parent folder (flock(2);
+// see local_windows.go for Windows) across its check and its rename; every
+// other write to that folder holds it shared, so no write slips between
+// the check and the swap.
+//
+// Every path is resolved inside root by os.Root, one component at a time,
+// so no operation leaves root through a symbolic link, even one that
+// appears while it runs. A relative link whose target stays inside root is
+// followed by Get, Stat, Put and Delete; an absolute link, or one whose
+// target leaves root, fails with ErrOutsideRoot. List does not descend
+// into links (a target inside root is listed under its own name, and a
+// link back up would loop) and fails with ErrOutsideRoot on one that
+// leaves root, rather than pass over files silently.
 type localStore struct {
 	root string
 }
@@ -40,10 +54,66 @@ func (s *localStore) URL(key string) string {
 
 func (s *localStore) Close() error { return nil }
 
-func (s *localStore) path(key string) string { return s.URL(key) }
+// openRoot opens the root folder, for one operation: a handle kept across
+// operations would go on naming a root folder that was removed and made
+// again. create makes it first when it is missing.
+func (s *localStore) openRoot(create bool) (*os.Root, error) {
+	if create {
+		if err := os.MkdirAll(s.root, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	return os.OpenRoot(s.root)
+}
+
+// rel is key's path relative to the root.
+func rel(key string) string { return filepath.FromSlash(key) }
+
+// escapes reports whether err is os.Root's refusal of a path that leaves
+// the root. os does not export that error, so its text is matched;
+// TestLocalSymlinks fails if a Go release changes it.
+func escapes(err error) bool {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if e.Error() == "path escapes from parent" {
+			return true
+		}
+	}
+	return false
+}
+
+// outside is the error for key, which os.Root refused because a link on
+// its way leaves the root. It names the first link that does, found by a
+// second look (which a link changed since can only make vaguer: it words
+// the message and grants no access).
+func (s *localStore) outside(key, op string, cause error) error {
+	detail := "a symbolic link on the way leads outside " + s.root
+	if r, err := os.OpenRoot(s.root); err == nil {
+		defer r.Close()
+		prefix := ""
+		for _, seg := range strings.Split(strings.TrimSuffix(key, "/"), "/") {
+			prefix = path.Join(prefix, seg)
+			fi, err := r.Lstat(rel(prefix))
+			if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+				continue
+			}
+			if _, err := r.Stat(rel(prefix)); !escapes(err) {
+				continue // a link that stays inside
+			}
+			p := filepath.Join(s.root, rel(prefix))
+			if target, err := os.Readlink(p); err == nil {
+				detail = fmt.Sprintf("%s links to %s, outside %s", p, target, s.root)
+			}
+			break
+		}
+	}
+	return &opError{url: s.URL(key), op: op, detail: detail, kind: ErrOutsideRoot, cause: cause}
+}
 
 // localErr maps an OS error onto our sentinels.
 func (s *localStore) err(key, op string, err error) error {
+	if escapes(err) {
+		return s.outside(key, op, err)
+	}
 	e := &opError{url: s.URL(key), op: op, cause: err}
 	switch {
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR), errors.Is(err, syscall.EISDIR):
@@ -74,11 +144,7 @@ func errText(err error) string {
 // etagOf changes on every Put: every Put publishes a new inode, and the
 // modification time and size pin it further should an inode be reused.
 func etagOf(fi fs.FileInfo) string {
-	var ino uint64
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		ino = st.Ino
-	}
-	return fmt.Sprintf("%x-%x-%x", ino, fi.ModTime().UnixNano(), fi.Size())
+	return fmt.Sprintf("%x-%x-%x", fileID(fi), fi.ModTime().UnixNano(), fi.Size())
 }
 
 func infoOf(key string, fi fs.FileInfo) ObjectInfo {
@@ -92,7 +158,12 @@ func (s *localStore) open(ctx context.Context, key, op string) (*os.File, Object
 	if err := ctx.Err(); err != nil {
 		return nil, ObjectInfo{}, &opError{url: s.URL(key), op: op, cause: err, detail: err.Error()}
 	}
-	f, err := os.Open(s.path(key))
+	r, err := s.openRoot(false)
+	if err != nil {
+		return nil, ObjectInfo{}, s.err(key, op, err)
+	}
+	f, err := r.Open(rel(key))
+	r.Close()
 	if err != nil {
 		return nil, ObjectInfo{}, s.err(key, op, err)
 	}
@@ -140,7 +211,12 @@ func (s *localStore) Stat(ctx context.Context, key string) (ObjectInfo, error) {
 	if err := ctx.Err(); err != nil {
 		return ObjectInfo{}, &opError{url: s.URL(key), op: "stat", cause: err, detail: err.Error()}
 	}
-	fi, err := os.Stat(s.path(key))
+	r, err := s.openRoot(false)
+	if err != nil {
+		return ObjectInfo{}, s.err(key, "stat", err)
+	}
+	defer r.Close()
+	fi, err := r.Stat(rel(key))
 	if err == nil && fi.IsDir() {
 		err = syscall.EISDIR
 	}
@@ -157,92 +233,109 @@ func (s *localStore) Delete(ctx context.Context, key string) error {
 	if err := ctx.Err(); err != nil {
 		return &opError{url: s.URL(key), op: "delete", cause: err, detail: err.Error()}
 	}
-	p := s.path(key)
-	unlock, err := lockDir(filepath.Dir(p), unix.LOCK_SH)
+	r, err := s.openRoot(false)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 		return nil
 	}
 	if err != nil {
 		return s.err(key, "delete", err)
 	}
-	defer unlock()
-	fi, err := os.Lstat(p)
+	defer r.Close()
+	d, err := openFolder(r, path.Dir(key))
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 		return nil
 	}
-	if err == nil && fi.IsDir() {
+	if err != nil {
+		return s.err(key, "delete", err)
+	}
+	defer d.close()
+	unlock, err := d.lock(false)
+	if err != nil {
+		return s.err(key, "delete", err)
+	}
+	defer unlock()
+	fi, err := r.Lstat(rel(key))
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return nil
+	}
+	if err != nil {
+		return s.err(key, "delete", err)
+	}
+	if fi.IsDir() {
 		return nil // a folder is no object; there is nothing to delete
 	}
-	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		// Removing a link never touches its target, but a link out of
+		// the root is refused as everywhere else, not quietly dropped.
+		if _, err := r.Stat(rel(key)); escapes(err) {
+			return s.outside(key, "delete", err)
+		}
+	}
+	if err := r.Remove(rel(key)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return s.err(key, "delete", err)
 	}
 	return nil
 }
 
-// lockDir opens dir and flocks it (LOCK_SH or LOCK_EX); unlock releases it.
-func lockDir(dir string, how int) (unlock func(), err error) {
-	d, err := os.Open(dir)
+// folder is an open folder of the store, for the lock, the links and the
+// fsync of a Put or a Delete. Its per-system half is in local_unix.go and
+// local_windows.go.
+type folder struct {
+	root *os.Root
+	name string // relative to the root; "." is the root
+	f    *os.File
+}
+
+func openFolder(r *os.Root, dir string) (*folder, error) {
+	f, err := r.Open(rel(dir))
 	if err != nil {
 		return nil, err
 	}
-	for {
-		err = unix.Flock(int(d.Fd()), how)
-		if err != unix.EINTR {
-			break
-		}
-	}
-	if err != nil {
-		d.Close()
-		return nil, &fs.PathError{Op: "flock", Path: dir, Err: err}
-	}
-	return func() {
-		_ = unix.Flock(int(d.Fd()), unix.LOCK_UN)
-		d.Close()
-	}, nil
+	return &folder{root: r, name: rel(dir), f: f}, nil
 }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
+func (d *folder) close() { d.f.Close() }
+
+// tmpName is a fresh temp name for the folder's next staged object.
+func tmpName() string { return fmt.Sprintf("%s%016x", tmpPrefix, rand.Uint64()) }
 
 func (s *localStore) Put(ctx context.Context, key string, r io.Reader, size int64, opts PutOptions) (ObjectInfo, error) {
-	return s.put(ctx, key, opts, func(dir string) (string, fs.FileInfo, error) { return stageCopy(ctx, dir, r, size) })
+	return s.put(ctx, key, opts, func(d *folder) (string, fs.FileInfo, error) { return stageCopy(ctx, d, r, size) })
 }
 
 // putFile is PutFile on local disk: f's data becomes the object through a
 // hard link, not a copy, when f is on the store's file system; else it is
 // copied as Put does.
 func (s *localStore) putFile(ctx context.Context, key string, f *os.File, size int64, opts PutOptions) (ObjectInfo, error) {
-	return s.put(ctx, key, opts, func(dir string) (string, fs.FileInfo, error) {
-		tmpName, fi, err := stageLink(dir, f, size)
+	return s.put(ctx, key, opts, func(d *folder) (string, fs.FileInfo, error) {
+		tmp, fi, err := stageLink(d, f, size)
 		if err == nil || !errors.Is(err, errNoLink) {
-			return tmpName, fi, err
+			return tmp, fi, err
 		}
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
 			return "", nil, err
 		}
-		return stageCopy(ctx, dir, f, size)
+		return stageCopy(ctx, d, f, size)
 	})
 }
 
 // stageCopy writes r's size bytes (size < 0: all) to a fresh temp file in
-// dir, fsynced, and returns its name and stat.
-func stageCopy(ctx context.Context, dir string, r io.Reader, size int64) (tmpName string, fi fs.FileInfo, err error) {
-	tmp, err := os.CreateTemp(dir, tmpPrefix+"*")
+// d, fsynced, and returns its name (relative to the root) and stat.
+func stageCopy(ctx context.Context, d *folder, r io.Reader, size int64) (tmpPath string, fi fs.FileInfo, err error) {
+	var tmp *os.File
+	for range 100 {
+		tmpPath = filepath.Join(d.name, tmpName())
+		tmp, err = d.root.OpenFile(tmpPath, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if !errors.Is(err, fs.ErrExist) {
+			break
+		}
+	}
 	if err != nil {
 		return "", nil, err
 	}
 	defer func() {
 		if err != nil {
-			os.Remove(tmp.Name())
+			d.root.Remove(tmpPath)
 		}
 	}()
 	n, err := copyCtx(ctx, tmp, r)
@@ -260,16 +353,16 @@ func stageCopy(ctx context.Context, dir string, r io.Reader, size int64) (tmpNam
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
-	return tmp.Name(), fi, err
+	return tmpPath, fi, err
 }
 
 // errNoLink is stageLink's: f cannot be linked into the folder (another
 // file system, a file system without hard links, a name already gone).
 var errNoLink = errors.New("cannot hard-link the file")
 
-// stageLink gives f's data, fsynced, a fresh temp name in dir by a hard
-// link, and returns that name and f's stat.
-func stageLink(dir string, f *os.File, size int64) (string, fs.FileInfo, error) {
+// stageLink gives f's data, fsynced, a fresh temp name in d by a hard
+// link, and returns that name (relative to the root) and f's stat.
+func stageLink(d *folder, f *os.File, size int64) (string, fs.FileInfo, error) {
 	if err := f.Sync(); err != nil {
 		return "", nil, err
 	}
@@ -281,21 +374,21 @@ func stageLink(dir string, f *os.File, size int64) (string, fs.FileInfo, error) 
 		return "", nil, errNoLink
 	}
 	for range 100 {
-		name := filepath.Join(dir, fmt.Sprintf("%s%016x", tmpPrefix, rand.Uint64()))
-		err := os.Link(f.Name(), name)
+		name := tmpName()
+		err := d.link(f.Name(), name)
 		if err == nil {
-			return name, fi, nil
+			return filepath.Join(d.name, name), fi, nil
 		}
 		if !errors.Is(err, fs.ErrExist) {
 			return "", nil, fmt.Errorf("%w: %w", errNoLink, err)
 		}
 	}
-	return "", nil, fmt.Errorf("%w: no free temp name in %s", errNoLink, dir)
+	return "", nil, fmt.Errorf("%w: no free temp name in %s", errNoLink, d.name)
 }
 
 // put publishes under key the temp file that stage makes in the key's
 // folder (see localStore).
-func (s *localStore) put(ctx context.Context, key string, opts PutOptions, stage func(dir string) (string, fs.FileInfo, error)) (ObjectInfo, error) {
+func (s *localStore) put(ctx context.Context, key string, opts PutOptions, stage func(d *folder) (string, fs.FileInfo, error)) (ObjectInfo, error) {
 	if err := checkKey(key); err != nil {
 		return ObjectInfo{}, invalidKey(s.URL(key), "put", err)
 	}
@@ -305,48 +398,55 @@ func (s *localStore) put(ctx context.Context, key string, opts PutOptions, stage
 	if err := ctx.Err(); err != nil {
 		return ObjectInfo{}, &opError{url: s.URL(key), op: "put", cause: err, detail: err.Error()}
 	}
-	p := s.path(key)
-	dir := filepath.Dir(p)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	r, err := s.openRoot(true)
+	if err != nil {
 		return ObjectInfo{}, s.putErr(key, err)
 	}
+	defer r.Close()
+	dir, p := path.Dir(key), rel(key)
+	if dir != "." {
+		if err := r.MkdirAll(rel(dir), 0o755); err != nil {
+			return ObjectInfo{}, s.putErr(key, err)
+		}
+	}
+	d, err := openFolder(r, dir)
+	if err != nil {
+		return ObjectInfo{}, s.putErr(key, err)
+	}
+	defer d.close()
 
 	// Data first: the whole body, fsynced, under a temp name nobody lists.
-	tmpName, fi, err := stage(dir)
+	tmp, fi, err := stage(d)
 	if err != nil {
 		return ObjectInfo{}, s.putErr(key, err)
 	}
 	published := false
 	defer func() {
 		if !published {
-			os.Remove(tmpName)
+			r.Remove(tmp)
 		}
 	}()
 
 	// Pointer last: one atomic step publishes it.
-	how := unix.LOCK_SH
-	if opts.IfMatch != "" {
-		how = unix.LOCK_EX
-	}
-	unlock, err := lockDir(dir, how)
+	unlock, err := d.lock(opts.IfMatch != "")
 	if err != nil {
 		return ObjectInfo{}, s.putErr(key, err)
 	}
 	defer unlock()
 	switch {
 	case opts.IfAbsent:
-		if err := os.Link(tmpName, p); err != nil {
+		if err := r.Link(tmp, p); err != nil {
 			if errors.Is(err, fs.ErrExist) {
 				return ObjectInfo{}, &opError{url: s.URL(key), op: "put", detail: "create-only: object exists", kind: ErrPreconditionFailed}
 			}
 			return ObjectInfo{}, s.putErr(key, err)
 		}
 		published = true
-		if err := os.Remove(tmpName); err != nil {
+		if err := r.Remove(tmp); err != nil {
 			return ObjectInfo{}, s.putErr(key, err)
 		}
 	case opts.IfMatch != "":
-		cur, err := os.Stat(p)
+		cur, err := r.Stat(p)
 		if errors.Is(err, fs.ErrNotExist) {
 			return ObjectInfo{}, &opError{url: s.URL(key), op: "put", detail: "if-match: object does not exist", kind: ErrPreconditionFailed}
 		}
@@ -358,12 +458,12 @@ func (s *localStore) put(ctx context.Context, key string, opts PutOptions, stage
 		}
 		fallthrough
 	default:
-		if err := os.Rename(tmpName, p); err != nil {
+		if err := r.Rename(tmp, p); err != nil {
 			return ObjectInfo{}, s.putErr(key, err)
 		}
 		published = true
 	}
-	if err := syncDir(dir); err != nil {
+	if err := d.sync(); err != nil {
 		return ObjectInfo{}, s.putErr(key, err)
 	}
 	return infoOf(key, fi), nil
@@ -374,6 +474,9 @@ func (s *localStore) put(ctx context.Context, key string, opts PutOptions, stage
 // "a/b" put) or whose name is a folder ("a/b" stored, "a" put) — keys that
 // object stores allow side by side and a file system does not.
 func (s *localStore) putErr(key string, err error) error {
+	if escapes(err) {
+		return s.outside(key, "put", err)
+	}
 	e := &opError{url: s.URL(key), op: "put", detail: errText(err), cause: err}
 	switch {
 	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EROFS):
@@ -423,16 +526,24 @@ func (s *localStore) List(ctx context.Context, prefix string, fn func(ObjectInfo
 	if i := strings.LastIndex(prefix, "/"); i >= 0 {
 		dirKey = prefix[:i+1]
 	}
-	return s.walk(ctx, dirKey, prefix, fn)
+	r, err := s.openRoot(false)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return nil
+	}
+	if err != nil {
+		return s.err(dirKey, "list", err)
+	}
+	defer r.Close()
+	return s.walk(ctx, r, dirKey, prefix, fn)
 }
 
 // walk lists folder dirKey ("" or ending in '/'), calling fn for the files
 // whose key starts with prefix.
-func (s *localStore) walk(ctx context.Context, dirKey, prefix string, fn func(ObjectInfo) error) error {
+func (s *localStore) walk(ctx context.Context, r *os.Root, dirKey, prefix string, fn func(ObjectInfo) error) error {
 	if err := ctx.Err(); err != nil {
 		return &opError{url: s.URL(dirKey), op: "list", cause: err, detail: err.Error()}
 	}
-	ents, err := os.ReadDir(filepath.Join(s.root, filepath.FromSlash(dirKey)))
+	ents, err := readDir(r, dirKey)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 		return nil
 	}
@@ -445,11 +556,24 @@ func (s *localStore) walk(ctx context.Context, dirKey, prefix string, fn func(Ob
 	}
 	list := make([]ent, 0, len(ents))
 	for _, e := range ents {
-		name := e.Name()
-		if strings.HasPrefix(name, tmpPrefix) {
+		n := e.Name()
+		if strings.HasPrefix(n, tmpPrefix) {
 			continue
 		}
-		k := name
+		if e.Type()&fs.ModeSymlink != 0 {
+			// Not listed (see localStore), but not passed over in
+			// silence when it leads out of the root where keys under
+			// the prefix could be.
+			key := dirKey + n
+			if !strings.HasPrefix(key, prefix) && !strings.HasPrefix(prefix, key+"/") {
+				continue
+			}
+			if _, err := r.Stat(filepath.Join(rel(dirKey), n)); escapes(err) {
+				return s.outside(key, "list", err)
+			}
+			continue
+		}
+		k := n
 		if e.IsDir() {
 			k += "/"
 		}
@@ -461,7 +585,7 @@ func (s *localStore) walk(ctx context.Context, dirKey, prefix string, fn func(Ob
 		if it.e.IsDir() {
 			// Descend only where keys below could start with prefix.
 			if strings.HasPrefix(key, prefix) || strings.HasPrefix(prefix, key) {
-				if err := s.walk(ctx, key, prefix, fn); err != nil {
+				if err := s.walk(ctx, r, key, prefix, fn); err != nil {
 					return err
 				}
 			}
@@ -482,6 +606,20 @@ func (s *localStore) walk(ctx context.Context, dirKey, prefix string, fn func(Ob
 		}
 	}
 	return nil
+}
+
+// readDir reads folder dirKey ("" for the root) inside r.
+func readDir(r *os.Root, dirKey string) ([]fs.DirEntry, error) {
+	dir := "."
+	if dirKey != "" {
+		dir = rel(strings.TrimSuffix(dirKey, "/"))
+	}
+	f, err := r.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.ReadDir(-1)
 }
 
 var _ Store = (*localStore)(nil)

@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -134,9 +133,7 @@ func launchAzuriteOnce(bin string) (*azurite, error) {
 	a.cmd.Dir = dir
 	a.cmd.Stdout = &lockedWriter{b: a.log}
 	a.cmd.Stderr = a.cmd.Stdout
-	// Dies with the test binary (SIGKILL on parent death), in its own
-	// process group so Stop can kill whatever node spawned.
-	a.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	a.cmd.SysProcAttr = childAttr()
 	if err := a.cmd.Start(); err != nil {
 		os.RemoveAll(dir)
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
@@ -181,7 +178,7 @@ func (w *lockedWriter) Write(p []byte) (int, error) {
 
 func (a *azurite) stop() {
 	if a.cmd.Process != nil {
-		_ = syscall.Kill(-a.cmd.Process.Pid, syscall.SIGKILL)
+		killChild(a.cmd.Process)
 		select {
 		case <-a.done:
 		case <-time.After(10 * time.Second):
