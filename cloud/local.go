@@ -443,7 +443,7 @@ func (s *localStore) put(ctx context.Context, key string, opts PutOptions, stage
 		}
 		published = true
 		if err := r.Remove(tmp); err != nil {
-			return ObjectInfo{}, s.putErr(key, err)
+			return ObjectInfo{}, s.afterPublish(key, err)
 		}
 	case opts.IfMatch != "":
 		cur, err := r.Stat(p)
@@ -464,9 +464,17 @@ func (s *localStore) put(ctx context.Context, key string, opts PutOptions, stage
 		published = true
 	}
 	if err := d.sync(); err != nil {
-		return ObjectInfo{}, s.putErr(key, err)
+		return ObjectInfo{}, s.afterPublish(key, err)
 	}
 	return infoOf(key, fi), nil
+}
+
+// afterPublish maps a failure that came after the object was published
+// (the link or rename done, its folder not yet synced): readers may see
+// it, so it may have landed, and a caller must not take it for a write
+// that did not happen (see ErrOutcomeUnknown).
+func (s *localStore) afterPublish(key string, err error) error {
+	return &opError{url: s.URL(key), op: "put", detail: "published, then " + errText(err), kind: ErrOutcomeUnknown, cause: err}
 }
 
 // putErr maps a failed write. Unlike a read, a write's ENOENT or ENOTDIR
