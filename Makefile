@@ -30,8 +30,10 @@ $(TOOLS_STAMP): tools/package.json tools/package-lock.json
 	cd tools && $(NPM) ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
+# -buildvcs=auto stamps the commit that --version prints whenever the build
+# runs in a git checkout, even where GOFLAGS turns stamping off.
 build:
-	$(GO) build -o $(BIN) ./cmd/sluice
+	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/sluice
 
 demo: build
 	rm -rf $(LAKE)
