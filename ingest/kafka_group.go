@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -293,6 +294,15 @@ func (kr *kafkaRun) othersLive(ctx context.Context, cl *kgo.Client, missing []in
 	return time.Since(seen.since) >= kafkaLiveAfter
 }
 
+// kafkaGroupCommitAttempts is how many times a run tries to commit the
+// group offsets while the group is rebalancing, waiting
+// kafkaGroupCommitStep longer after each attempt, for the member to
+// rejoin.
+const (
+	kafkaGroupCommitAttempts = 5
+	kafkaGroupCommitStep     = 200 * time.Millisecond
+)
+
 // commitGroup commits offs as the group's offsets, so that Kafka tools
 // show the group's lag. The table's checkpoint is what runs read from, so
 // a failure here is only logged.
@@ -306,9 +316,8 @@ func (kr *kafkaRun) commitGroup(cl *kgo.Client, offs map[int32]int64) {
 	for p, off := range offs {
 		eo[p] = kgo.EpochOffset{Epoch: -1, Offset: off}
 	}
-	var err error
-	for attempt := 1; ; attempt++ {
-		err = nil
+	commit := func() error {
+		var err error
 		cl.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{kr.ks.topic: eo},
 			func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, cerr error) {
 				err = cerr
@@ -321,17 +330,33 @@ func (kr *kafkaRun) commitGroup(cl *kgo.Client, offs map[int32]int64) {
 				}
 			})
 		// A rebalance in progress refuses commits until the member
-		// has rejoined.
-		if err == nil || attempt == 5 || !(errors.Is(err, kerr.RebalanceInProgress) || errors.Is(err, kerr.IllegalGeneration)) {
-			break
+		// has rejoined; any other failure is final.
+		if err != nil && !errors.Is(err, kerr.RebalanceInProgress) && !errors.Is(err, kerr.IllegalGeneration) {
+			return backoff.Permanent(err)
 		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Duration(attempt) * 200 * time.Millisecond):
-		}
+		return err
 	}
+	err := backoff.Retry(commit, groupCommitBackOff(ctx))
 	if err != nil {
 		kr.log.LogAttrs(ctx, slog.LevelWarn, "group offsets not committed; lag shown by Kafka tools is stale",
 			slog.String("error", err.Error()))
 	}
 }
+
+// groupCommitBackOff is commitGroup's schedule: kafkaGroupCommitAttempts
+// attempts, waiting one kafkaGroupCommitStep more before each retry, and
+// none after ctx ends.
+func groupCommitBackOff(ctx context.Context) backoff.BackOffContext {
+	return backoff.WithContext(backoff.WithMaxRetries(&linearBackOff{step: kafkaGroupCommitStep}, kafkaGroupCommitAttempts-1), ctx)
+}
+
+// linearBackOff is a backoff.BackOff that waits step after the first
+// attempt, twice step after the second, and so on.
+type linearBackOff struct{ step, wait time.Duration }
+
+func (b *linearBackOff) NextBackOff() time.Duration {
+	b.wait += b.step
+	return b.wait
+}
+
+func (b *linearBackOff) Reset() { b.wait = 0 }
