@@ -141,8 +141,8 @@ func scanScalar(b []byte, i int) (f flatField, end int, ok bool) {
 	}
 	switch c := b[i]; {
 	case c == '"':
-		s, end, ok := plainString(b, i+1)
-		return flatField{t: jsonString, b: s}, end, ok
+		s, j, isPlain := plainString(b, i+1)
+		return flatField{t: jsonString, b: s}, j, isPlain
 	case c == '-' || (c >= '0' && c <= '9'):
 		j := i
 		if c == '-' {

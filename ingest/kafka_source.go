@@ -519,7 +519,7 @@ func (kr *kafkaRun) take(ctx context.Context, fs kgo.Fetches) (pause []int32, er
 		return nil, kr.err
 	}
 	topic := kr.ks.topic
-	max := kr.o.MaxRecords
+	limit := kr.o.MaxRecords
 	before := kr.consumed
 	fs.EachPartition(func(fp kgo.FetchTopicPartition) {
 		kp := kr.parts[fp.Partition]
@@ -536,7 +536,7 @@ func (kr *kafkaRun) take(ctx context.Context, fs kgo.Fetches) (pause []int32, er
 				break
 			}
 			if !r.Attrs.IsControl() {
-				if max > 0 && kr.recordsIn >= max {
+				if limit > 0 && kr.recordsIn >= limit {
 					kr.full = true
 					return
 				}
@@ -553,7 +553,7 @@ func (kr *kafkaRun) take(ctx context.Context, fs kgo.Fetches) (pause []int32, er
 			pause = append(pause, kp.p)
 		}
 	})
-	if max > 0 && kr.recordsIn >= max {
+	if limit > 0 && kr.recordsIn >= limit {
 		kr.full = true
 	}
 	if kr.consumed > before {
