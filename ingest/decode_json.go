@@ -25,7 +25,7 @@ type decoded struct {
 }
 
 // jsonBlockBytes is the size of a block of JSON lines: the lines read
-// into one buffer are decoded together. Decoding is the larger half of an
+// into one buffer are decoded together. Decoding takes most of an
 // ingest's CPU, so blocks are decoded on two goroutines at once, while
 // records are still handed on one at a time, in order; a block of about a
 // thousand records keeps both busy on a small file too.
@@ -64,7 +64,7 @@ func (b *lineBlock) reset() {
 	b.done = make(chan struct{})
 }
 
-// decodeJSONL reads a JSON lines file. Decoding is the larger half of an
+// decodeJSONL reads a JSON lines file. Decoding takes most of an
 // ingest's CPU, so three goroutines share the work besides the caller's:
 // one reads lines into blocks, two decode whichever block comes next
 // (each with its own decoder, d and its twin), and the caller hands the
@@ -242,10 +242,10 @@ func (d *decoder) readJSONL(ctx context.Context, r io.Reader, ordered, work chan
 // the file.
 //
 // The line is kept in pieces and joined once its size is known: growing
-// one slice by append allocated five times the line's size before the
-// collector could free any (each growth copies the whole), and held 2.25
-// times it at the last growth; pieces allocate twice the line and hold
-// as much at most, at the join.
+// one slice by append allocates several times the line's size before the
+// collector can free any (each growth copies the whole), and holds more
+// than twice it at the last growth; pieces allocate twice the line and
+// hold as much at most, at the join.
 func (d *decoder) longLine(r io.Reader, buf []byte) (long []byte, total int, rest []byte, err error) {
 	limit := d.maxBytes + 1
 	var pieces [][]byte

@@ -10,8 +10,8 @@ import (
 // Without it, franz-go decompresses each batch into a buffer of its own
 // and copies the result into a fresh slice (every record's bytes copied
 // once more, a large allocation per batch), and it allocates a fresh
-// slice of Records per batch, about 150 bytes a record, which the
-// collector then scans. A batch's buffers come back when every record in
+// slice of Records per batch, a whole kgo.Record struct per record,
+// which the collector then scans. A batch's buffers come back when every record in
 // it is recycled, which consume does once take has decoded them (rows and
 // quarantined bytes are copies).
 type fetchPool struct{}
