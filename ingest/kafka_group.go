@@ -199,6 +199,40 @@ func (kr *kafkaRun) handOver(cl *kgo.Client, ps []int32, why string) {
 	kr.commitGroup(cl, offs)
 }
 
+// waitForOthers is consume's step once this run's own partitions are
+// read (since doneAt). The run stays while other members' partitions are
+// not read: a member that crashed keeps its partitions until the group
+// expires it, and then they come to this run. It tells whether the run
+// may leave; if not, it has committed what the run read meanwhile (the
+// others may be waiting for it too) and waited for a callback or a while.
+func (kr *kafkaRun) waitForOthers(ctx context.Context, cl *kgo.Client, doneAt time.Time, live *groupMembers) (leave bool, err error) {
+	missing, err := kr.notCaughtUp(ctx)
+	if err != nil {
+		return true, err
+	}
+	if len(missing) == 0 || kr.othersLive(ctx, cl, missing, live) {
+		return true, nil
+	}
+	if time.Since(doneAt) >= kafkaOthersWait {
+		kr.log.LogAttrs(ctx, slog.LevelWarn, "leaving partitions not read to the group",
+			slog.Any("partitions", missing), slog.Duration("waited", time.Since(doneAt)))
+		return true, nil
+	}
+	kr.mu.Lock()
+	offs, err := kr.commitLocked(ctx)
+	kr.mu.Unlock()
+	if err != nil {
+		return true, err
+	}
+	kr.commitGroup(cl, offs)
+	select {
+	case <-kr.wake:
+	case <-ctx.Done():
+	case <-time.After(500 * time.Millisecond):
+	}
+	return false, nil
+}
+
 // notCaughtUp returns the partitions the topic had when the run started
 // that are not read up to the end offset listed then, by this run or by
 // others as t's checkpoint records; sorted. When this run read them all

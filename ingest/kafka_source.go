@@ -417,37 +417,11 @@ func (kr *kafkaRun) consume(ctx context.Context, cl *kgo.Client, start time.Time
 			if st.full {
 				return nil
 			}
-			// Stay while other members' partitions are not read: a
-			// member that crashed keeps its partitions until the group
-			// expires it, and then they come to this run.
 			if doneAt.IsZero() {
 				doneAt = time.Now()
 			}
-			missing, err := kr.notCaughtUp(ctx)
-			if err != nil {
+			if leave, err := kr.waitForOthers(ctx, cl, doneAt, &live); leave || err != nil {
 				return err
-			}
-			if len(missing) == 0 || kr.othersLive(ctx, cl, missing, &live) {
-				return nil
-			}
-			if time.Since(doneAt) >= kafkaOthersWait {
-				kr.log.LogAttrs(ctx, slog.LevelWarn, "leaving partitions not read to the group",
-					slog.Any("partitions", missing), slog.Duration("waited", time.Since(doneAt)))
-				return nil
-			}
-			// Commit what this run read meanwhile: the others may be
-			// waiting for it too.
-			kr.mu.Lock()
-			offs, err := kr.commitLocked(ctx)
-			kr.mu.Unlock()
-			if err != nil {
-				return err
-			}
-			kr.commitGroup(cl, offs)
-			select {
-			case <-kr.wake:
-			case <-ctx.Done():
-			case <-time.After(500 * time.Millisecond):
 			}
 			continue
 		}
@@ -474,20 +448,8 @@ func (kr *kafkaRun) consume(ctx context.Context, cl *kgo.Client, start time.Time
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		var ferr error
-		fs.EachError(func(t string, p int32, err error) {
-			switch {
-			case ferr != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
-			case t == "":
-				// A group error (joining, heartbeating) that the client
-				// retries itself; the deadlines above bound the wait.
-				kr.log.LogAttrs(ctx, slog.LevelWarn, "group", slog.String("error", err.Error()))
-			default:
-				ferr = fmt.Errorf("topic %s partition %d: fetch: %w", t, p, err)
-			}
-		})
-		if ferr != nil {
-			return ferr
+		if err := kr.fetchError(ctx, fs); err != nil {
+			return err
 		}
 		if kr.dedup != nil && fs.NumRecords() > 0 {
 			// Load the keys of the window before take holds kr.mu: a
@@ -508,6 +470,24 @@ func (kr *kafkaRun) consume(ctx context.Context, cl *kgo.Client, start time.Time
 			cl.PauseFetchPartitions(map[string][]int32{topic: pause})
 		}
 	}
+}
+
+// fetchError returns the first error of fs that fails the run. Those of a
+// poll that the run ended do not, nor group errors (joining,
+// heartbeating), which the client retries itself and consume's deadlines
+// bound: they are logged.
+func (kr *kafkaRun) fetchError(ctx context.Context, fs kgo.Fetches) error {
+	var ferr error
+	fs.EachError(func(t string, p int32, err error) {
+		switch {
+		case ferr != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		case t == "":
+			kr.log.LogAttrs(ctx, slog.LevelWarn, "group", slog.String("error", err.Error()))
+		default:
+			ferr = fmt.Errorf("topic %s partition %d: fetch: %w", t, p, err)
+		}
+	})
+	return ferr
 }
 
 // take adds the fetched records of the partitions still ours to the
