@@ -33,12 +33,13 @@ package ingest
 // and it reads the same input, so it drops the same in-run duplicates.
 //
 // Memory: a key is kept as a 128-bit hash (two seeded maphash values of
-// its canonical bytes, never the value itself), in a Go map that takes 20
-// to 56 bytes a key as it grows in steps (measured), plus 16 bytes a key
-// of the landing file being read: at most about 60 MB per million keys
-// written in the window and read in the run, whatever the keys' length. Two different keys collide
-// with a probability of about n²/2¹²⁹ for n keys, so a record is never
-// dropped for a collision in practice. A NULL key is never a duplicate.
+// its canonical bytes, never the value itself), in a Go map whose cost
+// per key varies as it grows in steps, plus 16 bytes a key of the landing
+// file being read: at most about 60 MB per million keys written in the
+// window and read in the run, whatever the keys' length. Two different
+// keys collide with a probability of about n²/2¹²⁹ for n keys, so a
+// record is never dropped for a collision in practice. A NULL key is
+// never a duplicate.
 
 import (
 	"context"

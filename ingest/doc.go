@@ -54,6 +54,38 @@
 // the group moves a partition away, and the group's own offsets are
 // written after each commit for lag monitoring only.
 //
+// # Files
+//
+// Each file holds one part of the package:
+//
+//   - ingest.go: Run, and the landing-file run (listing, reading in
+//     passes, committing); the quarantine table; the commit of both.
+//   - options.go: Options, their defaults and validation.
+//   - landing_checkpoint.go: the checkpoint format of a landing source.
+//   - sink.go: the micro-batch buffer and its writer goroutine.
+//   - dedup.go: Options.DedupKey, the keys of the window and of a run.
+//   - decode.go: the decoder, formats and compression by extension,
+//     decompression, the checks every text record gets.
+//   - decode_json.go: JSON lines files and Kafka values.
+//   - decode_json_flat.go: the one-pass scanner for flat JSON objects.
+//   - decode_json_strict.go: RFC 8259 string escapes and duplicate names.
+//   - decode_csv.go: CSV files with a header row.
+//   - decode_parquet.go: Parquet landing files.
+//   - convert.go: a field's value to its column's type, validated.
+//   - timestamp.go: the fast path for UTC RFC 3339 timestamps.
+//   - alloc.go: string slabs and boxed values, shared chunks that save an
+//     allocation per field.
+//   - extra.go: the _extra column.
+//   - kafka_source.go: the kafka:// URL and the Kafka run (reading,
+//     decoding into the sinks).
+//   - kafka_checkpoint.go: the checkpoint format of a Kafka source and the
+//     commit that advances it.
+//   - kafka_offsets.go: a partition's share of a run; listing log start
+//     and last stable offsets; planning from the checkpoint.
+//   - kafka_group.go: consumer group timing, the assignment callbacks and
+//     hand-over, the liveness of other members, the group's own offsets.
+//   - kafka_pool.go: the buffers lent to franz-go and the fetch limits.
+//
 // The package imports catalog and cloud only. It never imports compact,
 // rollup or warehouse: helpers that two job packages need belong in catalog
 // or cloud.

@@ -155,26 +155,8 @@ func Run(ctx context.Context, t *catalog.Table, source string, o Options) (Resul
 		return res, fmt.Errorf("ingest: quarantine %s: %s: %w", qt.Location(), qKey, err)
 	}
 
-	// List, oldest name first; paged by the store.
 	start := time.Now()
-	var listed []string
-	var todo []landingFile
-	cutoff := time.Now().Add(-o.MinAge)
-	err = src.List(ctx, "", func(oi cloud.ObjectInfo) error {
-		if hidden(oi.Key) {
-			return nil
-		}
-		listed = append(listed, oi.Key)
-		if cp.has(oi.Key) {
-			return nil
-		}
-		if o.MinAge > 0 && oi.ModTime.After(cutoff) {
-			res.FilesWaiting++
-			return nil
-		}
-		todo = append(todo, landingFile{name: oi.Key, size: oi.Size})
-		return nil
-	})
+	listed, todo, err := listLanding(ctx, src, cp, o, &res)
 	if err != nil {
 		return res, fmt.Errorf("ingest: list %s: %w", source, err)
 	}
@@ -187,27 +169,13 @@ func Run(ctx context.Context, t *catalog.Table, source string, o Options) (Resul
 
 	target := o.targetFileSize(m)
 
-	// Read, starting over without a file that failed after its rows
-	// reached a writer (see errRestart).
-	excluded := map[string]error{}
 	codecs, qCodecs := catalog.NewCodecs(), catalog.NewCodecs()
-	var rd *reading
-	for {
-		rd = &reading{o: o, src: src, srcURL: loc.String(), qcp: qcp, now: time.Now().UTC().Truncate(time.Microsecond),
+	rd, err := readPasses(ctx, log, todo, func() *reading {
+		return &reading{o: o, src: src, srcURL: loc.String(), qcp: qcp, now: time.Now().UTC().Truncate(time.Microsecond),
 			main: newSink(t, m, o.MemoryBudget*3/4, target, codecs),
 			quar: newSink(qt, quarantineShape, o.MemoryBudget/4, target, qCodecs),
 			dec:  newDecoder(m.Schema, o), dedup: dd.forFiles()}
-		err = rd.readAll(ctx, todo, excluded)
-		if !errors.Is(err, errRestart) {
-			break
-		}
-		// The pass is dropped whole: stop its writer goroutines, remove
-		// their temporary files and the files they uploaded.
-		cleanup := context.WithoutCancel(ctx)
-		rd.main.abort(cleanup)
-		rd.quar.abort(cleanup)
-		log.LogAttrs(ctx, slog.LevelWarn, "restart", slog.String("failed", rd.restartFile))
-	}
+	})
 	var mainFiles, qFiles []catalog.DataFile
 	if err == nil {
 		mainFiles, err = rd.main.close(ctx)
@@ -247,14 +215,64 @@ func Run(ctx context.Context, t *catalog.Table, source string, o Options) (Resul
 	log.LogAttrs(ctx, slog.LevelInfo, "commit", slog.Int64("version", res.Version),
 		slog.Int64("quarantine_version", res.QuarantineVersion), slog.Duration("took", time.Since(start)))
 	if len(rd.failures) > 0 {
-		f := rd.failures[0]
-		more := ""
-		if n := len(rd.failures) - 1; n > 0 {
-			more = fmt.Sprintf(" (and %d more failed file(s))", n)
-		}
-		return res, fmt.Errorf("ingest %s: %w%s: %w", f.File, f.Err, more, ErrFilesFailed)
+		return res, filesFailed(rd.failures)
 	}
 	return res, nil
+}
+
+// listLanding lists the source, oldest name first (paged by the store),
+// and returns every name listed and the files that checkpoint cp does not
+// record and that are old enough to take, counting the others in
+// res.FilesWaiting.
+func listLanding(ctx context.Context, src cloud.Store, cp checkpoint, o Options, res *Result) (listed []string, todo []landingFile, err error) {
+	cutoff := time.Now().Add(-o.MinAge)
+	err = src.List(ctx, "", func(oi cloud.ObjectInfo) error {
+		if hidden(oi.Key) {
+			return nil
+		}
+		listed = append(listed, oi.Key)
+		if cp.has(oi.Key) {
+			return nil
+		}
+		if o.MinAge > 0 && oi.ModTime.After(cutoff) {
+			res.FilesWaiting++
+			return nil
+		}
+		todo = append(todo, landingFile{name: oi.Key, size: oi.Size})
+		return nil
+	})
+	return listed, todo, err
+}
+
+// readPasses reads todo in a pass that newPass starts, starting over
+// without a file that failed after its rows reached a writer (see
+// errRestart), and returns the last pass.
+func readPasses(ctx context.Context, log *slog.Logger, todo []landingFile, newPass func() *reading) (*reading, error) {
+	excluded := map[string]error{}
+	for {
+		rd := newPass()
+		err := rd.readAll(ctx, todo, excluded)
+		if !errors.Is(err, errRestart) {
+			return rd, err
+		}
+		// The pass is dropped whole: stop its writer goroutines, remove
+		// their temporary files and the files they uploaded.
+		cleanup := context.WithoutCancel(ctx)
+		rd.main.abort(cleanup)
+		rd.quar.abort(cleanup)
+		log.LogAttrs(ctx, slog.LevelWarn, "restart", slog.String("failed", rd.restartFile))
+	}
+}
+
+// filesFailed is a run's error when some files failed as a whole: it
+// names the first and wraps ErrFilesFailed.
+func filesFailed(failures []FileFailure) error {
+	first := failures[0]
+	more := ""
+	if n := len(failures) - 1; n > 0 {
+		more = fmt.Sprintf(" (and %d more failed file(s))", n)
+	}
+	return fmt.Errorf("ingest %s: %w%s: %w", first.File, first.Err, more, ErrFilesFailed)
 }
 
 // runCommit is what one run commits: the quarantine table's new rows and

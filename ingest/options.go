@@ -133,9 +133,9 @@ const (
 // freed of them. A quarantined record is kept whole as bytes and costs
 // about as much, and the table's and the quarantine's writers run at once,
 // so a valid record and a quarantined one may both be on their way: twice
-// that. Measured as the peak RSS of "sluice ingest" over its 50 MB at
-// rest, one line of 8 MiB to 128 MiB: 11 times a valid line, 14 times a
-// quarantined one, 24 times both in one file.
+// that. The peak RSS of "sluice ingest" over its footprint at rest, for
+// one line of several MiB to over a hundred, stays below this multiple
+// for a valid line, a quarantined one, and both in one file.
 const RecordMemoryMultiple = 32
 
 // MaxRecordBytesFor is the largest MaxRecordBytes that fits a memory

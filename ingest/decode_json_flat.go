@@ -7,8 +7,8 @@ import (
 
 // Nearly every event record is a flat JSON object: names and strings
 // without escapes, integers, true, false and null. fastjson builds a tree
-// of such a record and then looks each column up in it, which was a
-// quarter of an ingest's CPU. scanFlat reads that shape in one pass
+// of such a record and then looks each column up in it, a large share of
+// an ingest's CPU. scanFlat reads that shape in one pass
 // straight into the columns' fields, and gives up on anything else — an
 // escape, a fraction, a nested value, bad syntax — which fastjson then
 // reads as before. It accepts only text that is valid JSON and that
@@ -141,8 +141,8 @@ func scanScalar(b []byte, i int) (f flatField, end int, ok bool) {
 	}
 	switch c := b[i]; {
 	case c == '"':
-		s, end, ok := plainString(b, i+1)
-		return flatField{t: jsonString, b: s}, end, ok
+		s, j, isPlain := plainString(b, i+1)
+		return flatField{t: jsonString, b: s}, j, isPlain
 	case c == '-' || (c >= '0' && c <= '9'):
 		j := i
 		if c == '-' {
