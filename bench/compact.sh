@@ -15,6 +15,7 @@
 # rounds. Checks both outputs against the input with tools/duckrows.mjs
 # (row count and order-independent checksum), and prints seconds, output
 # bytes, peak RSS, CPU seconds and the sluice/DuckDB ratios.
+# CGO=0 builds sluice without cgo (zstd by klauspost/compress, pure Go).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -33,7 +34,7 @@ if [ ! -f "$IN/.done" ]; then
   node bench/gen-small-files.mjs "$ROWS" "$FILES" "$IN" >/dev/null
   touch "$IN/.done"
 fi
-go build -o "$DATA/sluice" ./cmd/sluice
+build_sluice "$DATA/sluice"
 
 
 in_bytes=$(du -sb --exclude=.done "$IN" | cut -f1)
@@ -70,6 +71,7 @@ got_sluice=$("$DATA/sluice" files "$OUT_SLUICE" | node tools/duckrows.mjs --hive
 [ "$want" = "$got_duck" ] || echo "warning: DuckDB output checksum differs ($got_duck != $want)" >&2
 
 printf '\n%s rows, %s files, %s input bytes, %s CPUs, best of %s rounds\n' "$ROWS" "$FILES" "$in_bytes" "$(nproc)" "$RUNS"
+printf 'sluice build: %s\n' "$SLUICE_BUILD"
 printf '%-8s %10s %14s %12s %8s  %s\n' engine seconds out_bytes peak_rss_kb cpu_s every_round_s
 printf '%-8s %10.3f %14s %12s %8s\n' floor "$(echo "$cat_s + $dd_s" | bc)" "-" "-" "-"
 printf '%-8s %10.3f %14s %12s %8s %s\n' duckdb "$duck_s" "$duck_b" "$duck_rss" "$duck_cpu" "$duck_all"

@@ -26,6 +26,7 @@
 # and over the uuid columns against DuckDB's single-text run, which keeps
 # them as the text both read.
 # SLUICE_CPUPROFILE=FILE writes a CPU profile of the full-size sluice run.
+# CGO=0 builds sluice without cgo (zstd by klauspost/compress, pure Go).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -37,7 +38,7 @@ OUT_DUCK=$DATA/ingest-duckdb
 OUT_SLUICE=$DATA/ingest-sluice
 OUT_HALF=$DATA/ingest-sluice-half
 . bench/jsonl-data.sh   # sets IN and HALF
-go build -o "$DATA/sluice" ./cmd/sluice
+build_sluice "$DATA/sluice"
 
 half_records=$(cat "$HALF"/*.jsonl | wc -l)
 
@@ -115,6 +116,7 @@ td=$(node tools/duckrows.mjs --columns "$text_cols" "$OUT_DUCK-single-text/data_
 
 mbs() { echo "$1 / $2 / 1000000" | bc -l; }
 printf '\n%s records, %s files, %s input bytes, %s CPUs, best of %s rounds\n' "$RECORDS" "$FILES" "$in_bytes" "$(nproc)" "$RUNS"
+printf 'sluice build: %s\n' "$SLUICE_BUILD"
 printf '%-18s %10s %12s %9s %14s %12s %8s  %s\n' engine seconds records/s MB/s out_bytes peak_rss_kb cpu_s every_round_s
 for mode in single partitioned perday single-text; do
   eval "s=\$duck_s_${mode//-/_}; b=\$duck_b_${mode//-/_}; m=\$duck_rss_${mode//-/_}; c=\$duck_cpu_${mode//-/_}; all=\$duck_all_${mode//-/_}"

@@ -47,7 +47,7 @@ OUT_FILES=$DATA/kafka-table-files
 OUT_HALF=$DATA/kafka-table-half
 ADDRFILE=$DATA/kafka.addr
 . bench/jsonl-data.sh   # sets IN and HALF
-go build -o "$DATA/sluice" ./cmd/sluice
+build_sluice "$DATA/sluice"
 go build -o "$DATA/kafkabench" ./bench/kafkabench
 
 # The broker, stopped on any exit.
@@ -129,6 +129,7 @@ for name in floor kafka files half; do
   [ -f "$DATA/kafka-$name-$best.broker" ] && C[$name]="${C[$name]} +$(cat "$DATA/kafka-$name-$best.broker")"
 done
 printf '\n%s records, %s files, %s partitions, %s batches, %s CPUs, best of %s rounds\n' "$RECORDS" "$FILES" "$PARTITIONS" "$COMPRESSION" "$(nproc)" "$RUNS"
+printf 'sluice build: %s\n' "$SLUICE_BUILD"
 printf '%-14s %9s %12s %8s %12s %14s  %s\n' path seconds records/s MB/s peak_rss_kb cpu_s+broker every_round_s
 for name in floor kafka files half; do
   label=$name; [ "$name" = floor ] || label="sluice $name"

@@ -11,3 +11,16 @@ json() { node -e 'const o=JSON.parse(require("fs").readFileSync(0,"utf8"))[proce
 better() { [ -z "$2" ] || [ "$(echo "$1 < $2" | bc)" = 1 ]; }
 # maxrss A B: the larger, or A when B is unset.
 maxrss() { [ -z "$2" ] || [ "$1" -gt "$2" ] && echo "$1" || echo "$2"; }
+# build_sluice OUT: builds sluice into OUT as the environment's go build
+# does (cgo on where a C compiler is: zstd by libzstd), or without cgo
+# (zstd by klauspost/compress, pure Go) when CGO=0 asks for it, and sets
+# SLUICE_BUILD to say which, for the report.
+build_sluice() {
+  if [ "${CGO:-}" = 0 ] || [ "$(go env CGO_ENABLED)" = 0 ]; then
+    CGO_ENABLED=0 go build -o "$1" ./cmd/sluice
+    SLUICE_BUILD="CGO_ENABLED=0, zstd by klauspost/compress (pure Go)"
+  else
+    go build -o "$1" ./cmd/sluice
+    SLUICE_BUILD="cgo, zstd by libzstd"
+  fi
+}
