@@ -15,9 +15,12 @@
 //     others fail with ErrPreconditionFailed.
 //   - A conditional Put whose outcome is ambiguous (a timeout, or a retry
 //     answered 412 because its first attempt already landed) is resolved
-//     by reading the object back and comparing bytes, never guessed.
+//     by reading the object back and comparing bytes, never guessed; what
+//     reading back cannot settle fails with ErrOutcomeUnknown, which no
+//     caller may take for "not written".
 //   - Errors wrap the sentinels (ErrNotFound, ErrPreconditionFailed,
-//     ErrPermission, ErrUnsupportedURL, ErrInvalidKey) and are one line
+//     ErrOutcomeUnknown, ErrPermission, ErrUnsupportedURL, ErrInvalidKey,
+//     and on local disk ErrOutsideRoot) and are one line
 //     naming the object's URL and the cause. They never carry secrets.
 //
 // Retries of transient failures (throttling, 5xx, timeouts) are the SDKs'
