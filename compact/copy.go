@@ -30,13 +30,13 @@ func (rw *rewriter) copyRowGroup(key string, rg parquet.RowGroup, plans []colPla
 	}
 	for j := range plans {
 		pl := &plans[j]
-		cw := writers[j]
+		colw := writers[j]
 		if pl.leaf < 0 {
 			for off := 0; off < n; {
 				m := min(n-off, len(rw.vals))
 				vals := rw.vals[:m]
 				clear(vals) // NULLs: the zero Value, levels 0
-				if _, err := cw.WriteRowValues(vals); err != nil {
+				if _, err := colw.WriteRowValues(vals); err != nil {
 					return fmt.Errorf("%s: column %q: write: %w", key, rw.schema.Columns[j].Name, err)
 				}
 				off += m
@@ -51,7 +51,7 @@ func (rw *rewriter) copyRowGroup(key string, rg parquet.RowGroup, plans []colPla
 		if pl.reuse && pl.leaf < len(metas) {
 			raws = reusablePages(data, &metas[pl.leaf].MetaData, int(pl.maxDef))
 		}
-		off, size, err := rw.copyChunk(key, j, pl, chunks[pl.leaf], n, isBytes, cw, raws)
+		off, size, err := rw.copyChunk(key, j, pl, chunks[pl.leaf], n, isBytes, colw, raws)
 		if err != nil {
 			return err
 		}
@@ -71,10 +71,10 @@ func (rw *rewriter) copyRowGroup(key string, rg parquet.RowGroup, plans []colPla
 
 // copyChunk decodes one input column chunk (table column j of a row group
 // of n rows), page by page: it converts, checks and hashes the values and
-// writes them to cw. raws, when not nil, are the chunk's data pages as
+// writes them to colw. raws, when not nil, are the chunk's data pages as
 // stored, which may be reused (see reusingCodec). It returns how many
 // values it read and, for a byte array column, their bytes.
-func (rw *rewriter) copyChunk(key string, j int, pl *colPlan, chunk parquet.ColumnChunk, n int, isBytes bool, cw *parquet.ColumnWriter, raws []rawPage) (off int, size int64, err error) {
+func (rw *rewriter) copyChunk(key string, j int, pl *colPlan, chunk parquet.ColumnChunk, n int, isBytes bool, colw *parquet.ColumnWriter, raws []rawPage) (off int, size int64, err error) {
 	name := rw.schema.Columns[j].Name
 	pages := chunk.Pages()
 	defer pages.Close()
@@ -90,7 +90,7 @@ func (rw *rewriter) copyChunk(key string, j int, pl *colPlan, chunk parquet.Colu
 		// which then copies them instead of decompressing again.
 		reuse := i < len(raws) && codec.accepts(len(raws[i].body), raws[i].uncompressed)
 		if reuse {
-			if err := cw.Flush(); err != nil {
+			if err := colw.Flush(); err != nil {
 				return off, size, fmt.Errorf("%s: column %q: write: %w", key, name, err)
 			}
 			reuse = codec.expectPage(raws[i])
@@ -114,11 +114,11 @@ func (rw *rewriter) copyChunk(key string, j int, pl *colPlan, chunk parquet.Colu
 			}
 			return off, size, fmt.Errorf("%s: column %q: %w: %v", key, name, catalog.ErrCorruptFile, perr)
 		}
-		m, psize, err := rw.copyPage(key, j, pl, p, off, n, isBytes, cw, salt, null)
+		m, psize, err := rw.copyPage(key, j, pl, p, off, n, isBytes, colw, salt, null)
 		parquet.Release(p)
 		if err == nil && reuse {
 			before := codec.reused
-			if err = cw.Flush(); err != nil {
+			if err = colw.Flush(); err != nil {
 				err = fmt.Errorf("%s: column %q: write: %w", key, name, err)
 			} else if codec.reused > before && len(rw.ph.vh) == m {
 				// Stored as read, and without NULLs: copyPage hashed
@@ -137,7 +137,7 @@ func (rw *rewriter) copyChunk(key string, j int, pl *colPlan, chunk parquet.Colu
 
 // copyPage is copyChunk's work on one page whose first value is the
 // row group's row off.
-func (rw *rewriter) copyPage(key string, j int, pl *colPlan, p parquet.Page, off, n int, isBytes bool, cw *parquet.ColumnWriter, salt, null uint64) (int, int64, error) {
+func (rw *rewriter) copyPage(key string, j int, pl *colPlan, p parquet.Page, off, n int, isBytes bool, colw *parquet.ColumnWriter, salt, null uint64) (int, int64, error) {
 	name := rw.schema.Columns[j].Name
 	nv := int(p.NumValues())
 	if off+nv > n {
@@ -149,7 +149,7 @@ func (rw *rewriter) copyPage(key string, j int, pl *colPlan, p parquet.Page, off
 		}
 	}
 	if pl.conv == nil {
-		if size, ok, err := rw.copyTyped(key, j, pl, p, off, nv, cw); ok || err != nil {
+		if size, ok, err := rw.copyTyped(key, j, pl, p, off, nv, colw); ok || err != nil {
 			return nv, size, err
 		}
 	}
@@ -199,7 +199,7 @@ func (rw *rewriter) copyPage(key string, j int, pl *colPlan, p parquet.Page, off
 				}
 			}
 			rw.nulls[j] += nulls
-			if err := rw.writeValues(key, j, pl, off, vals, cw); err != nil {
+			if err := rw.writeValues(key, j, pl, off, vals, colw); err != nil {
 				return 0, 0, err
 			}
 			off += m
@@ -228,7 +228,7 @@ func (rw *rewriter) copyPage(key string, j int, pl *colPlan, p parquet.Page, off
 // is false, with nothing written, for a page it does not take: NULLs where
 // the table column refuses them (copyPage reports those), nested levels,
 // and FLOAT and INT96, which no table column holds unconverted.
-func (rw *rewriter) copyTyped(key string, j int, pl *colPlan, p parquet.Page, off, nv int, cw *parquet.ColumnWriter) (size int64, ok bool, err error) {
+func (rw *rewriter) copyTyped(key string, j int, pl *colPlan, p parquet.Page, off, nv int, colw *parquet.ColumnWriter) (size int64, ok bool, err error) {
 	nulls := int(p.NumNulls())
 	var defs []byte
 	if nulls > 0 {
@@ -333,7 +333,7 @@ func (rw *rewriter) copyTyped(key string, j int, pl *colPlan, p parquet.Page, of
 			size += n
 			k += dense
 		}
-		if err := rw.writeValues(key, j, pl, off+start, vals, cw); err != nil {
+		if err := rw.writeValues(key, j, pl, off+start, vals, colw); err != nil {
 			return size, true, err
 		}
 	}
@@ -380,8 +380,8 @@ func spreadValues(vals []parquet.Value, defs []byte, left int, fill func(dense [
 
 // writeValues hashes the values of table column j from the row group's
 // row off on, unless their page was hashed whole (colPlan.pageHash), and
-// writes them to cw.
-func (rw *rewriter) writeValues(key string, j int, pl *colPlan, off int, vals []parquet.Value, cw *parquet.ColumnWriter) error {
+// writes them to colw.
+func (rw *rewriter) writeValues(key string, j int, pl *colPlan, off int, vals []parquet.Value, colw *parquet.ColumnWriter) error {
 	if !pl.pageHash {
 		rw.in.mix(j, off, vals, rw.hashers[j])
 	}
@@ -390,7 +390,7 @@ func (rw *rewriter) writeValues(key string, j int, pl *colPlan, off int, vals []
 			testHookCorrupt(j, &vals[i])
 		}
 	}
-	if _, err := cw.WriteRowValues(vals); err != nil {
+	if _, err := colw.WriteRowValues(vals); err != nil {
 		return fmt.Errorf("%s: column %q: write: %w", key, rw.schema.Columns[j].Name, err)
 	}
 	return nil

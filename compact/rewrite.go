@@ -227,7 +227,7 @@ func (rw *rewriter) copyFile(p *prefetched) error {
 		// first input gave up on a dictionary for a string column, so do we.
 		rw.encodingsChosen = true
 		noDict := make([]bool, len(plans))
-		any := false
+		anyNoDict := false
 		for j, pl := range plans {
 			if pl.leaf < 0 || pl.leaf >= len(md.RowGroups[0].Columns) || rw.leaves[j].Type().Kind() != parquet.ByteArray {
 				continue
@@ -239,9 +239,9 @@ func (rw *rewriter) copyFile(p *prefetched) error {
 				// dictionary pages with it.
 				return e == format.RLEDictionary || e == format.PlainDictionary //lint:ignore SA1019 reading old files
 			})
-			any = any || noDict[j]
+			anyNoDict = anyNoDict || noDict[j]
 		}
-		if any && rw.w == nil {
+		if anyNoDict && rw.w == nil {
 			ps, err := rw.parquetSchema(noDict)
 			if err != nil {
 				return err
@@ -250,8 +250,8 @@ func (rw *rewriter) copyFile(p *prefetched) error {
 		}
 	}
 	// Pages are reused only into a column the output writes PLAIN.
-	for j, f := range rw.ps.Fields() {
-		plans[j].reuse = plans[j].reuse && writesPlain(f)
+	for j, field := range rw.ps.Fields() {
+		plans[j].reuse = plans[j].reuse && writesPlain(field)
 	}
 	rw.res.BytesIn += p.size
 	for g, rg := range f.RowGroups() {
