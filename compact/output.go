@@ -91,12 +91,11 @@ func (rw *rewriter) openFile() error {
 // newPageBuffers returns the pool that holds an output row group's
 // compressed pages until the row group is flushed: parquet-go writes a
 // column chunk's pages together, so a writer keeps the whole row group's
-// until its last row. On the Go heap that was up to 65 MB a worker at
-// 128 MiB row groups, doubled by the collector's headroom: a rewrite's
-// peak RSS grew from 289 to 438 MB as its partitions grew from 1 to 2
-// million rows. In temporary files (in the page cache, deleted once the
-// row group is written, mostly before the kernel writes them out) the
-// peak was 171 and 199 MB, for 3% more CPU at 2 million rows a partition.
+// until its last row. On the Go heap those pages, doubled by the
+// collector's headroom, made a rewrite's peak memory grow with its
+// partitions' size. In temporary files (in the page cache, deleted once
+// the row group is written, mostly before the kernel writes them out) the
+// peak stays near flat, for a little more CPU.
 func newPageBuffers() parquet.BufferPool {
 	return parquet.NewFileBufferPool(os.TempDir(), "sluice-pages-*")
 }
