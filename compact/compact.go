@@ -124,22 +124,7 @@ func Run(ctx context.Context, t Table, o Options) (Result, error) {
 	if err := o.Validate(); err != nil {
 		return res, err
 	}
-	if o.Workers == 0 {
-		o.Workers = runtime.NumCPU()
-	}
-	if o.MaxCommits == 0 {
-		o.MaxCommits = 10
-	}
-	if o.MemoryBudget == 0 {
-		o.MemoryBudget = 384 << 20
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	o.Rewrite.MemoryBudget = o.MemoryBudget / int64(o.Workers)
-	if o.Rewrite.Codecs == nil {
-		o.Rewrite.Codecs = catalog.NewCodecs()
-	}
+	o = o.withDefaults()
 
 	m, err := t.Latest(ctx)
 	if err != nil {
@@ -166,191 +151,8 @@ func Run(ctx context.Context, t Table, o Options) (Result, error) {
 		return res, nil
 	}
 
-	// Partitions in plan order, grouped into at most MaxCommits commits.
-	var parts []string
-	binsOf := map[string][]Bin{}
-	var total int64
-	for _, b := range bins {
-		if _, ok := binsOf[b.Partition]; !ok {
-			parts = append(parts, b.Partition)
-		}
-		binsOf[b.Partition] = append(binsOf[b.Partition], b)
-		total += b.Bytes
-	}
-	groups := splitGroups(parts, o.MaxCommits)
-	groupOf := map[string]int{}
-	for gi, g := range groups {
-		for _, p := range g {
-			groupOf[p] = gi
-		}
-	}
-
-	open := func(ctx context.Context, f catalog.DataFile) (io.ReaderAt, int64, error) {
-		st, key, err := t.DataFileStore(ctx, f)
-		if err != nil {
-			return nil, 0, err
-		}
-		return catalog.NewReaderAt(ctx, st, key, f.Bytes), f.Bytes, nil
-	}
-
-	type partState struct {
-		pending int
-		outputs []catalog.DataFile
-		inputs  []catalog.DataFile
-		rows    int64
-		reused  int
-		err     error
-	}
-	var (
-		mu        sync.Mutex
-		state     = map[string]*partState{}
-		groupLeft = make([]int, len(groups))
-		done      int64
-		commitMu  sync.Mutex // commits go one at a time, in any order
-	)
-	for _, p := range parts {
-		state[p] = &partState{pending: len(binsOf[p])}
-		groupLeft[groupOf[p]]++
-	}
-
-	commitGroup := func(gi int) {
-		commitMu.Lock()
-		defer commitMu.Unlock()
-		var ch catalog.Change
-		ch.Operation, ch.RunID = "compact", o.RunID
-		var ok []string
-		for _, p := range groups[gi] {
-			s := state[p]
-			if s.err != nil {
-				continue
-			}
-			ch.Add = append(ch.Add, s.outputs...)
-			ch.Remove = append(ch.Remove, s.inputs...)
-			ok = append(ok, p)
-		}
-		if len(ok) == 0 {
-			return
-		}
-		nm, err := t.Commit(ctx, ch)
-		unknown := errors.Is(err, cloud.ErrOutcomeUnknown)
-		if unknown {
-			// The version may have landed, naming the outputs as live
-			// and the inputs as replaced: deleting the outputs could
-			// lose the rows. Keep them all; vacuum removes them later
-			// if the version turns out not to be there.
-			err = fmt.Errorf("commit outcome unknown, its %d output files are kept: %w", len(ch.Add), err)
-		} else if err != nil {
-			// Nothing of the group is visible: remove its outputs.
-			deleteOutputs(context.WithoutCancel(ctx), t.Store(), ch.Add)
-		}
-		if err != nil {
-			// A conflict (a concurrent compaction removed an input) is
-			// retried next run; anything else fails the partitions.
-			mu.Lock()
-			for _, p := range ok {
-				if errors.Is(err, catalog.ErrConflict) && !unknown {
-					res.Dropped = append(res.Dropped, p)
-				} else {
-					res.Failed = append(res.Failed, PartitionError{p, err})
-				}
-			}
-			mu.Unlock()
-			o.Logger.Warn("commit failed", "partitions", len(ok), "err", err)
-			return
-		}
-		mu.Lock()
-		res.Versions = append(res.Versions, nm.Version)
-		res.Partitions += len(ok)
-		for _, p := range ok {
-			s := state[p]
-			res.FilesIn += len(s.inputs)
-			res.FilesOut += len(s.outputs)
-			res.Rows += s.rows
-			res.PagesReused += s.reused
-			for _, f := range s.inputs {
-				res.BytesIn += f.Bytes
-			}
-			for _, f := range s.outputs {
-				res.BytesOut += f.Bytes
-			}
-		}
-		mu.Unlock()
-		o.Logger.Info("committed", "version", nm.Version, "partitions", len(ok), "files_in", len(ch.Remove), "files_out", len(ch.Add))
-	}
-
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(o.Workers)
-	// The largest bins first: the workers then end on small ones and
-	// finish nearly together, where in plan order one worker could be
-	// left alone with a large last bin while the others idle.
-	sched := slices.Clone(bins)
-	slices.SortStableFunc(sched, func(a, b Bin) int { return cmp.Compare(b.Bytes, a.Bytes) })
-	for _, b := range sched {
-		g.Go(func() error {
-			mu.Lock()
-			failed := state[b.Partition].err != nil
-			mu.Unlock()
-			var rr RewriteResult
-			var err error
-			if !failed {
-				ro := o.Rewrite
-				ro.Outputs = b.Outputs
-				rr, err = Rewrite(gctx, open, t.Store(), m.Schema, b.Partition, b.Inputs, ro)
-			}
-			if cerr := gctx.Err(); cerr != nil {
-				// Cancelled, not failed: the outputs of this bin are
-				// gone already (Rewrite cleans up on error).
-				deleteOutputs(context.WithoutCancel(ctx), t.Store(), rr.Outputs)
-				return cerr
-			}
-			mu.Lock()
-			s := state[b.Partition]
-			if err != nil && s.err == nil {
-				s.err = err
-				res.Failed = append(res.Failed, PartitionError{b.Partition, err})
-			}
-			if s.err == nil {
-				s.outputs = append(s.outputs, rr.Outputs...)
-				s.inputs = append(s.inputs, b.Inputs...)
-				s.rows += rr.RowsIn
-				s.reused += rr.PagesReused
-			} else {
-				deleteOutputs(context.WithoutCancel(ctx), t.Store(), rr.Outputs)
-			}
-			s.pending--
-			partDone := s.pending == 0
-			if partDone && s.err != nil {
-				// Outputs of the partition's earlier bins go too.
-				deleteOutputs(context.WithoutCancel(ctx), t.Store(), s.outputs)
-				s.outputs = nil
-			}
-			gi := groupOf[b.Partition]
-			groupDone := false
-			if partDone {
-				groupLeft[gi]--
-				groupDone = groupLeft[gi] == 0
-			}
-			done += b.Bytes
-			d := done
-			mu.Unlock()
-			if o.Progress != nil {
-				o.Progress(d, total)
-			}
-			if groupDone {
-				commitGroup(gi)
-			}
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		// Cancelled: delete what was written and not committed.
-		mu.Lock()
-		for _, p := range parts {
-			if s := state[p]; s.pending > 0 {
-				deleteOutputs(context.WithoutCancel(ctx), t.Store(), s.outputs)
-			}
-		}
-		mu.Unlock()
+	c := newCompaction(ctx, t, o, m, bins, &res)
+	if err := c.rewriteBins(bins); err != nil {
 		res.Seconds = time.Since(start).Seconds()
 		return res, err
 	}
@@ -358,6 +160,256 @@ func Run(ctx context.Context, t Table, o Options) (Result, error) {
 	sort.Strings(res.Dropped)
 	res.Seconds = time.Since(start).Seconds()
 	return res, nil
+}
+
+// withDefaults fills in Run's zero fields and gives each rewrite its share
+// of the memory budget and the run's shared codecs.
+func (o Options) withDefaults() Options {
+	if o.Workers == 0 {
+		o.Workers = runtime.NumCPU()
+	}
+	if o.MaxCommits == 0 {
+		o.MaxCommits = 10
+	}
+	if o.MemoryBudget == 0 {
+		o.MemoryBudget = 384 << 20
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	o.Rewrite.MemoryBudget = o.MemoryBudget / int64(o.Workers)
+	if o.Rewrite.Codecs == nil {
+		o.Rewrite.Codecs = catalog.NewCodecs()
+	}
+	return o
+}
+
+// compaction is the state of one Run once it is planned: the partitions,
+// grouped into commits, and what the rewrites of each have done so far.
+type compaction struct {
+	ctx     context.Context
+	t       Table
+	o       Options
+	m       *catalog.Manifest
+	parts   []string // partitions in plan order
+	groups  [][]string
+	groupOf map[string]int
+	total   int64 // input bytes of every bin
+
+	mu        sync.Mutex // guards the fields below and *res
+	state     map[string]*partState
+	groupLeft []int // partitions of each group not yet rewritten
+	done      int64 // input bytes rewritten
+	res       *Result
+
+	commitMu sync.Mutex // commits go one at a time, in any order
+}
+
+// partState is what the rewrites of one partition's bins have done.
+type partState struct {
+	pending int
+	outputs []catalog.DataFile
+	inputs  []catalog.DataFile
+	rows    int64
+	reused  int
+	err     error
+}
+
+// newCompaction groups the partitions of bins, in plan order, into at most
+// o.MaxCommits commits.
+func newCompaction(ctx context.Context, t Table, o Options, m *catalog.Manifest, bins []Bin, res *Result) *compaction {
+	c := &compaction{ctx: ctx, t: t, o: o, m: m, res: res, groupOf: map[string]int{}, state: map[string]*partState{}}
+	binsOf := map[string][]Bin{}
+	for _, b := range bins {
+		if _, ok := binsOf[b.Partition]; !ok {
+			c.parts = append(c.parts, b.Partition)
+		}
+		binsOf[b.Partition] = append(binsOf[b.Partition], b)
+		c.total += b.Bytes
+	}
+	c.groups = splitGroups(c.parts, o.MaxCommits)
+	for gi, g := range c.groups {
+		for _, p := range g {
+			c.groupOf[p] = gi
+		}
+	}
+	c.groupLeft = make([]int, len(c.groups))
+	for _, p := range c.parts {
+		c.state[p] = &partState{pending: len(binsOf[p])}
+		c.groupLeft[c.groupOf[p]]++
+	}
+	return c
+}
+
+// open is the rewrites' Opener: a data file of the table, read in place.
+func (c *compaction) open(ctx context.Context, f catalog.DataFile) (io.ReaderAt, int64, error) {
+	st, key, err := c.t.DataFileStore(ctx, f)
+	if err != nil {
+		return nil, 0, err
+	}
+	return catalog.NewReaderAt(ctx, st, key, f.Bytes), f.Bytes, nil
+}
+
+// rewriteBins rewrites the bins o.Workers at a time; each group of
+// partitions is committed as soon as its last bin is done. Cancelled, it
+// deletes what was written and not committed.
+func (c *compaction) rewriteBins(bins []Bin) error {
+	g, gctx := errgroup.WithContext(c.ctx)
+	g.SetLimit(c.o.Workers)
+	// The largest bins first: the workers then end on small ones and
+	// finish nearly together, where in plan order one worker could be
+	// left alone with a large last bin while the others idle.
+	sched := slices.Clone(bins)
+	slices.SortStableFunc(sched, func(a, b Bin) int { return cmp.Compare(b.Bytes, a.Bytes) })
+	for _, b := range sched {
+		g.Go(func() error { return c.rewriteBin(gctx, b) })
+	}
+	if err := g.Wait(); err != nil {
+		// Cancelled: delete what was written and not committed.
+		c.mu.Lock()
+		for _, p := range c.parts {
+			if s := c.state[p]; s.pending > 0 {
+				deleteOutputs(context.WithoutCancel(c.ctx), c.t.Store(), s.outputs)
+			}
+		}
+		c.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// rewriteBin rewrites one bin, unless its partition failed already, and
+// records the outcome; the bin that completes a group commits it.
+func (c *compaction) rewriteBin(gctx context.Context, b Bin) error {
+	ctx, t := c.ctx, c.t
+	c.mu.Lock()
+	failed := c.state[b.Partition].err != nil
+	c.mu.Unlock()
+	var rr RewriteResult
+	var err error
+	if !failed {
+		ro := c.o.Rewrite
+		ro.Outputs = b.Outputs
+		rr, err = Rewrite(gctx, c.open, t.Store(), c.m.Schema, b.Partition, b.Inputs, ro)
+	}
+	if cerr := gctx.Err(); cerr != nil {
+		// Cancelled, not failed: the outputs of this bin are
+		// gone already (Rewrite cleans up on error).
+		deleteOutputs(context.WithoutCancel(ctx), t.Store(), rr.Outputs)
+		return cerr
+	}
+	c.mu.Lock()
+	s := c.state[b.Partition]
+	if err != nil && s.err == nil {
+		s.err = err
+		c.res.Failed = append(c.res.Failed, PartitionError{b.Partition, err})
+	}
+	if s.err == nil {
+		s.outputs = append(s.outputs, rr.Outputs...)
+		s.inputs = append(s.inputs, b.Inputs...)
+		s.rows += rr.RowsIn
+		s.reused += rr.PagesReused
+	} else {
+		deleteOutputs(context.WithoutCancel(ctx), t.Store(), rr.Outputs)
+	}
+	s.pending--
+	partDone := s.pending == 0
+	if partDone && s.err != nil {
+		// Outputs of the partition's earlier bins go too.
+		deleteOutputs(context.WithoutCancel(ctx), t.Store(), s.outputs)
+		s.outputs = nil
+	}
+	gi := c.groupOf[b.Partition]
+	groupDone := false
+	if partDone {
+		c.groupLeft[gi]--
+		groupDone = c.groupLeft[gi] == 0
+	}
+	c.done += b.Bytes
+	d := c.done
+	c.mu.Unlock()
+	if c.o.Progress != nil {
+		c.o.Progress(d, c.total)
+	}
+	if groupDone {
+		c.commitGroup(gi)
+	}
+	return nil
+}
+
+// commitGroup commits the outputs of group gi's partitions that did not
+// fail, in one manifest commit, and records the outcome in the result.
+func (c *compaction) commitGroup(gi int) {
+	ctx, t, o := c.ctx, c.t, c.o
+	c.commitMu.Lock()
+	defer c.commitMu.Unlock()
+	var ch catalog.Change
+	ch.Operation, ch.RunID = "compact", o.RunID
+	var ok []string
+	for _, p := range c.groups[gi] {
+		s := c.state[p]
+		if s.err != nil {
+			continue
+		}
+		ch.Add = append(ch.Add, s.outputs...)
+		ch.Remove = append(ch.Remove, s.inputs...)
+		ok = append(ok, p)
+	}
+	if len(ok) == 0 {
+		return
+	}
+	nm, err := t.Commit(ctx, ch)
+	unknown := errors.Is(err, cloud.ErrOutcomeUnknown)
+	if unknown {
+		// The version may have landed, naming the outputs as live
+		// and the inputs as replaced: deleting the outputs could
+		// lose the rows. Keep them all; vacuum removes them later
+		// if the version turns out not to be there.
+		err = fmt.Errorf("commit outcome unknown, its %d output files are kept: %w", len(ch.Add), err)
+	} else if err != nil {
+		// Nothing of the group is visible: remove its outputs.
+		deleteOutputs(context.WithoutCancel(ctx), t.Store(), ch.Add)
+	}
+	if err != nil {
+		// A conflict (a concurrent compaction removed an input) is
+		// retried next run; anything else fails the partitions.
+		c.mu.Lock()
+		for _, p := range ok {
+			if errors.Is(err, catalog.ErrConflict) && !unknown {
+				c.res.Dropped = append(c.res.Dropped, p)
+			} else {
+				c.res.Failed = append(c.res.Failed, PartitionError{p, err})
+			}
+		}
+		c.mu.Unlock()
+		o.Logger.Warn("commit failed", "partitions", len(ok), "err", err)
+		return
+	}
+	c.mu.Lock()
+	c.addCommitted(nm.Version, ok)
+	c.mu.Unlock()
+	o.Logger.Info("committed", "version", nm.Version, "partitions", len(ok), "files_in", len(ch.Remove), "files_out", len(ch.Add))
+}
+
+// addCommitted adds the committed partitions ok, of version v, to the
+// result. The caller holds c.mu.
+func (c *compaction) addCommitted(v int64, ok []string) {
+	res := c.res
+	res.Versions = append(res.Versions, v)
+	res.Partitions += len(ok)
+	for _, p := range ok {
+		s := c.state[p]
+		res.FilesIn += len(s.inputs)
+		res.FilesOut += len(s.outputs)
+		res.Rows += s.rows
+		res.PagesReused += s.reused
+		for _, f := range s.inputs {
+			res.BytesIn += f.Bytes
+		}
+		for _, f := range s.outputs {
+			res.BytesOut += f.Bytes
+		}
+	}
 }
 
 // splitGroups cuts parts into at most n consecutive groups of near-equal

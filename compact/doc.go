@@ -1,16 +1,38 @@
 // Package compact bin-packs a table's small Parquet files into large ones,
 // as Delta's OPTIMIZE and Iceberg's rewrite_data_files do, without Spark.
 //
-// A run has four stages: plan (plan.go: which files of which partitions go
-// into which output files, printed by --dry-run), rewrite (rewrite.go:
-// stream rows from inputs to outputs in the table's schema, column by
-// column where the types allow; reuse.go: an input page that comes out
-// byte for byte the same keeps its compressed bytes), verify (checksum.go:
-// rows, null counts and an order-independent checksum of every row equal
-// between inputs and outputs, before anything is committed; proof.go: a
-// kept page is proven by its bytes when its output is read back) and commit
-// (compact.go: one manifest commit per group of partitions, marked as no
-// data change).
+// A run has four stages: plan (which files of which partitions go into
+// which output files, printed by --dry-run), rewrite (stream rows from
+// inputs to outputs in the table's schema, column by column where the
+// types allow), verify (rows, null counts and an order-independent
+// checksum of every row equal between inputs and outputs, read back from
+// the outputs before anything is committed) and commit (one manifest
+// commit per group of partitions, marked as no data change).
+//
+// Each file holds one part of that:
+//
+//   - compact.go: Run, the whole run: plan, rewrite bins in parallel,
+//     commit per group of partitions; the Table interface it needs.
+//   - plan.go: PlanCompaction and its rules, the Plan and its printout.
+//   - options.go: RewriteOptions, their defaults and validation.
+//   - rewrite.go: Rewrite, one bin's rewrite: the rewriter's state and how
+//     each input file's columns fill the table's (colPlan, copyFile).
+//   - prefetch.go: input files fetched ahead of their decoding, in order,
+//     within the memory budget.
+//   - copy.go: row groups, column chunks and pages copied to the output,
+//     with the fast path that builds values from a page's typed data.
+//   - convert.go: conversions of a compatible input column's values to
+//     the table's type.
+//   - reuse.go: an input page that comes out byte for byte the same keeps
+//     its compressed bytes (reusingCodec).
+//   - output.go: the output file's life: opened in a temporary file, row
+//     groups flushed, closed at the target size, handed to the read-back
+//     (verify.go), uploaded; removed on failure.
+//   - verify.go: the read-back of each output and the comparison of
+//     inputs with outputs (ErrVerify); hashing of page values.
+//   - checksum.go: the order-independent row checksum both sides compute.
+//   - proof.go: a reused page is proven by its bytes when its output is
+//     read back, instead of by its values.
 //
 // compact never deletes an input file: replaced files stay live in older
 // versions until vacuum removes them after the retention. It never imports

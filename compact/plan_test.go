@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -263,19 +264,39 @@ func TestPlanOptionsValidate(t *testing.T) {
 }
 
 func TestPlanRules(t *testing.T) {
-	const target = 256 << 20
-	cat := func(fss ...[]catalog.DataFile) []catalog.DataFile { return slices.Concat(fss...) }
-	day := func(d int) string { return fmt.Sprintf("date=2024-01-%02d", d) }
-	type want struct {
-		outputs []int  // per bin, packed bins first then splits
-		split   []bool // per bin, nil: none
-		skip    string // prefix of Skip
+	rules := planSizeRules()
+	maps.Copy(rules, planSelectionRules())
+	for name, tc := range rules {
+		t.Run(name, func(t *testing.T) { checkPlanRule(t, tc) })
 	}
-	for name, tc := range map[string]struct {
-		files []catalog.DataFile
-		o     PlanOptions
-		want  map[string]want
-	}{
+}
+
+// planRule is a case of TestPlanRules: the live files, the options, and
+// the plan wanted for each partition.
+type planRule struct {
+	files []catalog.DataFile
+	o     PlanOptions
+	want  map[string]planWant
+}
+
+// planWant is one partition's plan as TestPlanRules sees it.
+type planWant struct {
+	outputs []int  // per bin, packed bins first then splits
+	split   []bool // per bin, nil: none
+	skip    string // prefix of Skip
+}
+
+// planDay is the date partition of day d of January 2024.
+func planDay(d int) string { return fmt.Sprintf("date=2024-01-%02d", d) }
+
+// planCat is the files of fss, one after the other.
+func planCat(fss ...[]catalog.DataFile) []catalog.DataFile { return slices.Concat(fss...) }
+
+// planSizeRules are the rules of packing and splitting by size.
+func planSizeRules() map[string]planRule {
+	day, cat := planDay, planCat
+	type want = planWant
+	return map[string]planRule{
 		"five small files are packed into one output": {
 			files: planFiles(day(1), "part", 5, 10*planMiB),
 			want:  map[string]want{day(1): {outputs: []int{1}}},
@@ -335,6 +356,23 @@ func TestPlanRules(t *testing.T) {
 			files: cat(planFiles(day(1), "a-huge", 1, 1000*planMiB), planFiles(day(1), "z-part", 8, 10*planMiB)),
 			want:  map[string]want{day(1): {outputs: []int{1, 4}, split: []bool{false, true}}},
 		},
+		"a large partition spreads over bins of at most 8 targets": {
+			// 400 × 50 MiB = 20000 MiB = 78 × 256 + 32:
+			// 78 outputs of 256.4 MiB, 7 per bin of at most 2 GiB: 12 bins.
+			files: planFiles(day(1), "part", 400, 50*planMiB),
+			want: map[string]want{day(1): {outputs: []int{
+				7, 7, 7, 7, 7, 7, 6, 6, 6, 6, 6, 6,
+			}}},
+		},
+	}
+}
+
+// planSelectionRules are the rules of which partitions and files are
+// candidates: the current day, the files' age, the Partitions filter.
+func planSelectionRules() map[string]planRule {
+	day, cat := planDay, planCat
+	type want = planWant
+	return map[string]planRule{
 		"the current UTC day is skipped": {
 			files: cat(planFiles(day(30), "part", 8, 10*planMiB), planFiles(day(31), "part", 8, 10*planMiB)),
 			want:  map[string]want{day(30): {outputs: []int{1}}, day(31): {skip: "current day"}},
@@ -384,57 +422,52 @@ func TestPlanRules(t *testing.T) {
 			o:     PlanOptions{Partitions: []string{day(2), day(3)}},
 			want:  map[string]want{day(2): {outputs: []int{1}}, day(3): {skip: "no live files"}},
 		},
-		"a large partition spreads over bins of at most 8 targets": {
-			// 400 × 50 MiB = 20000 MiB = 78 × 256 + 32:
-			// 78 outputs of 256.4 MiB, 7 per bin of at most 2 GiB: 12 bins.
-			files: planFiles(day(1), "part", 400, 50*planMiB),
-			want: map[string]want{day(1): {outputs: []int{
-				7, 7, 7, 7, 7, 7, 6, 6, 6, 6, 6, 6,
-			}}},
-		},
-	} {
-		t.Run(name, func(t *testing.T) {
-			if tc.o.Now.IsZero() {
-				tc.o.Now = planNow
-			}
-			if tc.o.TargetFileSize == 0 {
-				tc.o.TargetFileSize = target
-			}
-			plan, err := PlanCompaction(tc.files, tc.o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := map[string]want{}
-			for _, pp := range plan.Partitions {
-				w := want{skip: pp.Skip}
-				for _, b := range pp.Bins {
-					w.outputs = append(w.outputs, b.Outputs)
-					w.split = append(w.split, b.Split)
-				}
-				got[pp.Partition] = w
-			}
-			for p, w := range tc.want {
-				g, ok := got[p]
-				if !ok {
-					t.Errorf("%q: not in the plan", p)
-					continue
-				}
-				if !slices.Equal(g.outputs, w.outputs) || !strings.HasPrefix(g.skip, w.skip) ||
-					(w.split != nil && !slices.Equal(g.split, w.split)) || (w.split == nil && slices.Contains(g.split, true)) {
-					t.Errorf("%q: got outputs %v split %v skip %q\nwant outputs %v split %v skip %q", p, g.outputs, g.split, g.skip, w.outputs, w.split, w.skip)
-				}
-			}
-			for p := range got {
-				if _, ok := tc.want[p]; !ok {
-					t.Errorf("%q: planned, want it left out", p)
-				}
-			}
-			if t.Failed() {
-				t.Logf("plan:\n%s", plan)
-			}
-			planCheck(t, tc.files, tc.o, plan)
-		})
 	}
+}
+
+// checkPlanRule plans tc.files with tc.o (planNow and a 256 MiB target
+// unless tc.o sets them) and checks the plan against tc.want and planCheck.
+func checkPlanRule(t *testing.T, tc planRule) {
+	const target = 256 << 20
+	if tc.o.Now.IsZero() {
+		tc.o.Now = planNow
+	}
+	if tc.o.TargetFileSize == 0 {
+		tc.o.TargetFileSize = target
+	}
+	plan, err := PlanCompaction(tc.files, tc.o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]planWant{}
+	for _, pp := range plan.Partitions {
+		w := planWant{skip: pp.Skip}
+		for _, b := range pp.Bins {
+			w.outputs = append(w.outputs, b.Outputs)
+			w.split = append(w.split, b.Split)
+		}
+		got[pp.Partition] = w
+	}
+	for p, w := range tc.want {
+		g, ok := got[p]
+		if !ok {
+			t.Errorf("%q: not in the plan", p)
+			continue
+		}
+		if !slices.Equal(g.outputs, w.outputs) || !strings.HasPrefix(g.skip, w.skip) ||
+			(w.split != nil && !slices.Equal(g.split, w.split)) || (w.split == nil && slices.Contains(g.split, true)) {
+			t.Errorf("%q: got outputs %v split %v skip %q\nwant outputs %v split %v skip %q", p, g.outputs, g.split, g.skip, w.outputs, w.split, w.skip)
+		}
+	}
+	for p := range got {
+		if _, ok := tc.want[p]; !ok {
+			t.Errorf("%q: planned, want it left out", p)
+		}
+	}
+	if t.Failed() {
+		t.Logf("plan:\n%s", plan)
+	}
+	planCheck(t, tc.files, tc.o, plan)
 }
 
 func TestPlanCompactsTwoThousandSmallFilesOverTenDays(t *testing.T) {

@@ -17,9 +17,9 @@ import (
 // A reused page (see reusingCodec) is stored as its input stored it, byte
 // for byte, and the rewrite has decoded and hashed its values already, on
 // the inputs' side. Reading it back would decompress and hash the same
-// bytes again, to the same hashes: with most pages reused, that was a fifth
-// of a rewrite's CPU. So the read-back proves a reused page by its bytes
-// instead of its values:
+// bytes again, to the same hashes: with most pages reused, that was a large
+// share of a rewrite's CPU. So the read-back proves a reused page by its
+// bytes instead of its values:
 //
 //   - when the page is written, the rewrite notes where it is (its column
 //     and first row), its compressed bytes' length and hash, and the share

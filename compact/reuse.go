@@ -45,9 +45,9 @@ const (
 	// before any is reused.
 	reuseLearnBytes = 256 << 10
 	// reuseSlack (in percent) is how much worse than the codec's own
-	// ratio a page may be compressed and still be reused. DuckDB's zstd
-	// pages of timestamps are 12-13% larger than sluice's codec makes
-	// them (bench/compact.sh's data).
+	// ratio a page may be compressed and still be reused: enough to take
+	// DuckDB's zstd pages of timestamps (bench/compact.sh's data), which
+	// come out a little larger than sluice's codec makes them.
 	reuseSlack = 15
 )
 

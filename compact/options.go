@@ -1,0 +1,92 @@
+package compact
+
+import (
+	"fmt"
+
+	"github.com/sluice-data/sluice/catalog"
+)
+
+// RewriteOptions tune one Rewrite. The zero value of a field means its
+// default (see DefaultRewriteOptions).
+type RewriteOptions struct {
+	// TargetFileSize is the size of an output file, in compressed bytes,
+	// that the rewrite aims at: a file is closed at the first input row
+	// group boundary where it would reach it. Zero: 256 MiB.
+	TargetFileSize int64
+	// RowGroupBytes is the uncompressed size of an output row group, in
+	// bytes of the values' plain representation. Zero: 128 MiB.
+	RowGroupBytes int64
+	// MemoryBudget bounds the bytes this rewrite buffers: input files
+	// fetched ahead and the output row group being built. Zero: 256 MiB.
+	MemoryBudget int64
+	// ReadConcurrency is how many input files are fetched at once; range
+	// reads of small files on S3 or Azure are latency-bound. Zero: 8.
+	ReadConcurrency int
+	// Outputs, when set, is the planner's count of output files: the
+	// inputs are cut into that many files of about equal input bytes, at
+	// row group boundaries, and TargetFileSize is not used. That keeps the
+	// planner's promise (no small leftover file) whatever the output's
+	// compression ratio. Zero: cut by TargetFileSize.
+	Outputs int
+	// Codecs, when set, are shared by every rewrite of one run, so that
+	// each column's zstd level is learnt once (catalog.Codecs). Nil: each
+	// rewrite learns its own.
+	Codecs *catalog.Codecs
+}
+
+// Defaults of RewriteOptions.
+const (
+	DefaultTargetFileSize  = catalog.DefaultTargetFileSize
+	DefaultRowGroupBytes   = 128 << 20
+	DefaultMemoryBudget    = 256 << 20
+	DefaultReadConcurrency = 8
+)
+
+// DefaultRewriteOptions returns the options with every default filled in.
+func DefaultRewriteOptions() RewriteOptions {
+	return RewriteOptions{
+		TargetFileSize:  DefaultTargetFileSize,
+		RowGroupBytes:   DefaultRowGroupBytes,
+		MemoryBudget:    DefaultMemoryBudget,
+		ReadConcurrency: DefaultReadConcurrency,
+	}
+}
+
+// Validate refuses negative sizes and a budget too small for one output
+// row group's worth of buffering. Zero fields are valid (defaults).
+func (o RewriteOptions) Validate() error {
+	switch {
+	case o.TargetFileSize < 0:
+		return fmt.Errorf("rewrite options: target file size %d is negative", o.TargetFileSize)
+	case o.RowGroupBytes < 0:
+		return fmt.Errorf("rewrite options: row group bytes %d is negative", o.RowGroupBytes)
+	case o.MemoryBudget < 0:
+		return fmt.Errorf("rewrite options: memory budget %d is negative", o.MemoryBudget)
+	case o.ReadConcurrency < 0:
+		return fmt.Errorf("rewrite options: read concurrency %d is negative", o.ReadConcurrency)
+	case o.Outputs < 0:
+		return fmt.Errorf("rewrite options: outputs %d is negative", o.Outputs)
+	}
+	d := o.withDefaults()
+	if d.MemoryBudget < 4<<20 {
+		return fmt.Errorf("rewrite options: memory budget %d bytes is below the 4 MiB minimum", d.MemoryBudget)
+	}
+	return nil
+}
+
+func (o RewriteOptions) withDefaults() RewriteOptions {
+	d := DefaultRewriteOptions()
+	if o.TargetFileSize == 0 {
+		o.TargetFileSize = d.TargetFileSize
+	}
+	if o.RowGroupBytes == 0 {
+		o.RowGroupBytes = d.RowGroupBytes
+	}
+	if o.MemoryBudget == 0 {
+		o.MemoryBudget = d.MemoryBudget
+	}
+	if o.ReadConcurrency == 0 {
+		o.ReadConcurrency = d.ReadConcurrency
+	}
+	return o
+}
