@@ -142,7 +142,7 @@ func connectT(t *testing.T, url string) *pgx.Conn {
 // "the warehouse unchanged" compares.
 func relations(t *testing.T, conn *pgx.Conn) []string {
 	t.Helper()
-	rows, err := conn.Query(context.Background(), `SELECT c.relname || ':' || c.relkind || ':' || c.oid FROM pg_class c
+	rows, err := conn.Query(context.Background(), `SELECT c.relname || ':' || c.relkind::text || ':' || c.oid::text FROM pg_class c
 		JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' ORDER BY 1`)
 	if err != nil {
 		t.Fatal(err)
@@ -170,4 +170,13 @@ func count(t *testing.T, conn *pgx.Conn, query string, args ...any) int64 {
 		t.Fatalf("%s: %v", query, err)
 	}
 	return n
+}
+
+func mustSchema(t *testing.T, s string) catalog.Schema {
+	t.Helper()
+	sc, err := catalog.ParseSchema(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
 }

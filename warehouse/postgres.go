@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -95,10 +96,20 @@ func connect(ctx context.Context, url string) (*pgx.Conn, error) {
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("connect: %w", err)
+		return nil, fmt.Errorf("connect: %w", oneLine{err})
 	}
 	return conn, nil
 }
+
+// oneLine is an error printed on one line: pgx lists each address it
+// tried on a line of its own.
+type oneLine struct{ err error }
+
+func (e oneLine) Error() string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(e.err.Error(), "\n\t", "; ")), " ")
+}
+
+func (e oneLine) Unwrap() error { return e.err }
 
 // advisoryLock takes the session advisory lock of tgt, waiting (and
 // saying so) while another publish of it holds the lock.
