@@ -97,9 +97,9 @@ func Publish(ctx context.Context, t *catalog.Table, o Options) (Result, error) {
 	case "postgres", "postgresql":
 		res, err = publishPostgres(ctx, t, tgt, o)
 	case "redshift":
-		return Result{}, fmt.Errorf("redshift://: %w (PostgreSQL is: postgres://...)", ErrNotBuilt)
+		return Result{}, fmt.Errorf("publishing to redshift:// is %w (postgres:// is)", ErrNotBuilt)
 	case "sqlite":
-		return Result{}, fmt.Errorf("sqlite://: %w (PostgreSQL is: postgres://...)", ErrNotBuilt)
+		return Result{}, fmt.Errorf("publishing to sqlite:// is %w (postgres:// is)", ErrNotBuilt)
 	default:
 		return Result{}, errors.New("warehouse URL: want postgres://user@host/db (redshift:// and sqlite:// are not built yet)")
 	}
