@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sluice-data/sluice/cloud"
+	"github.com/sluice-data/sluice/internal/pqio"
 )
 
 // ImportResult says what an import did.
@@ -205,7 +206,7 @@ func (t *Table) Import(ctx context.Context, from string, o ImportOptions) (Impor
 	var done atomic.Int64
 	for _, c := range cands {
 		g.Go(func() error {
-			sc, st, err := InspectParquet(gctx, src, c.info.Key, c.info.Size)
+			sc, st, err := pqio.InspectParquet(gctx, src, c.info.Key, c.info.Size)
 			if err != nil {
 				return fmt.Errorf("import %s: %w", from, err)
 			}
@@ -238,7 +239,7 @@ func (t *Table) Import(ctx context.Context, from string, o ImportOptions) (Impor
 	}
 	add := make([]DataFile, 0, len(cands))
 	for _, c := range cands {
-		if err := CheckCompatible(schema, c.schema, src.URL(c.info.Key)); err != nil {
+		if err := pqio.CheckCompatible(schema, c.schema, src.URL(c.info.Key)); err != nil {
 			return res, fmt.Errorf("import %s: %w", from, err)
 		}
 		add = append(add, DataFile{Path: c.tpath, Partition: c.dir, PartitionValues: c.vals,
@@ -266,7 +267,7 @@ func inferTable(schemas []Schema, urls []string, keys []string) (Schema, Partiti
 	schema := schemas[0]
 	for i := 1; i < len(schemas); i++ {
 		var err error
-		if schema, err = MergeSchemas(schema, schemas[i]); err != nil {
+		if schema, err = pqio.MergeSchemas(schema, schemas[i]); err != nil {
 			return Schema{}, PartitionSpec{}, fmt.Errorf("%s: %w", urls[i], err)
 		}
 		// Each file's names were unique regardless of case, but two files
@@ -275,14 +276,14 @@ func inferTable(schemas []Schema, urls []string, keys []string) (Schema, Partiti
 			return Schema{}, PartitionSpec{}, fmt.Errorf("%s: %w", urls[i], err)
 		}
 	}
-	if a, b, ok := caseClash(keys); ok {
-		return Schema{}, PartitionSpec{}, fmt.Errorf("%s: %w", urls[0], clashError("partition key", a, b))
+	if err := pqio.NameClash("partition key", keys); err != nil {
+		return Schema{}, PartitionSpec{}, fmt.Errorf("%s: %w", urls[0], err)
 	}
 	var spec PartitionSpec
 	for _, k := range keys {
 		// Spark reads a partition key as a column: it must not be one
 		// already, in any case.
-		if c, clash := schema.columnFold(k); clash {
+		if c, clash := schema.ColumnFold(k); clash {
 			if c.Name == k {
 				return Schema{}, PartitionSpec{}, fmt.Errorf("partition key %q is also a column inside the files", k)
 			}

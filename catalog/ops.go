@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sluice-data/sluice/cloud"
+	"github.com/sluice-data/sluice/internal/pqio"
 )
 
 // Create commits version 1 of a new, empty table. It fails with
@@ -230,7 +231,7 @@ func (t *Table) WriteFiles(ctx context.Context, m *Manifest, rows [][]any) ([]Da
 	for _, p := range order {
 		g := groups[p]
 		key := NewDataFilePath(p)
-		n, stats, err := WriteParquet(ctx, t.store, key, m.Schema, g.rows)
+		n, stats, err := pqio.WriteParquet(ctx, t.store, key, m.Schema, g.rows)
 		if err != nil {
 			return nil, fmt.Errorf("write %s: %w", t.store.URL(key), err)
 		}

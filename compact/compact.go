@@ -17,6 +17,7 @@ import (
 
 	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/cloud"
+	"github.com/sluice-data/sluice/internal/pqio"
 )
 
 // Table is what compaction needs of a table: its newest version and live
@@ -138,7 +139,7 @@ func Run(ctx context.Context, t Table, o Options) (Result, error) {
 	}
 	o.Rewrite.MemoryBudget = o.MemoryBudget / int64(o.Workers)
 	if o.Rewrite.Codecs == nil {
-		o.Rewrite.Codecs = catalog.NewCodecs()
+		o.Rewrite.Codecs = pqio.NewCodecs()
 	}
 
 	m, err := t.Latest(ctx)
@@ -190,7 +191,7 @@ func Run(ctx context.Context, t Table, o Options) (Result, error) {
 		if err != nil {
 			return nil, 0, err
 		}
-		return catalog.NewReaderAt(ctx, st, key, f.Bytes), f.Bytes, nil
+		return pqio.NewReaderAt(ctx, st, key, f.Bytes), f.Bytes, nil
 	}
 
 	type partState struct {

@@ -7,6 +7,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/sluice-data/sluice/catalog"
+	"github.com/sluice-data/sluice/internal/pqio"
 )
 
 // --- conversions -------------------------------------------------------------
@@ -14,7 +15,7 @@ import (
 // converter returns the conversion of a non-null value of file column c to
 // the table column tc, whose Parquet type is to; nil when the value is
 // already in the table's representation.
-func converter(c catalog.ParquetColumn, tc catalog.Column, to parquet.Type) (func(parquet.Value) (parquet.Value, error), error) {
+func converter(c pqio.ParquetColumn, tc catalog.Column, to parquet.Type) (func(parquet.Value) (parquet.Value, error), error) {
 	from := c.Type
 	switch tc.Type.Kind {
 	case catalog.KindBool, catalog.KindDate:
@@ -47,7 +48,7 @@ func converter(c catalog.ParquetColumn, tc catalog.Column, to parquet.Type) (fun
 		switch {
 		case c.Kind == parquet.Int96:
 			return func(v parquet.Value) (parquet.Value, error) {
-				return parquet.Int64Value(catalog.Int96Micros(v.Int96())), nil
+				return parquet.Int64Value(pqio.Int96Micros(v.Int96())), nil
 			}, nil
 		case c.Kind == parquet.Int64 && c.Unit == 1e6:
 			return nil, nil
@@ -55,7 +56,7 @@ func converter(c catalog.ParquetColumn, tc catalog.Column, to parquet.Type) (fun
 			return func(v parquet.Value) (parquet.Value, error) { return parquet.Int64Value(v.Int64() * 1000), nil }, nil
 		case c.Kind == parquet.Int64 && c.Unit == 1e9:
 			return func(v parquet.Value) (parquet.Value, error) {
-				return parquet.Int64Value(catalog.FloorDiv(v.Int64(), 1000)), nil
+				return parquet.Int64Value(pqio.FloorDiv(v.Int64(), 1000)), nil
 			}, nil
 		}
 	case catalog.KindString, catalog.KindUUID:
@@ -64,7 +65,7 @@ func converter(c catalog.ParquetColumn, tc catalog.Column, to parquet.Type) (fun
 			return nil, nil
 		case from.Kind == catalog.KindUUID && c.Kind == parquet.FixedLenByteArray:
 			return func(v parquet.Value) (parquet.Value, error) {
-				return parquet.ByteArrayValue([]byte(catalog.FormatUUID(v.ByteArray()))), nil
+				return parquet.ByteArrayValue([]byte(pqio.FormatUUID(v.ByteArray()))), nil
 			}, nil
 		}
 	case catalog.KindBinary:
@@ -77,20 +78,20 @@ func converter(c catalog.ParquetColumn, tc catalog.Column, to parquet.Type) (fun
 	case catalog.KindDecimal:
 		return decimalConverter(c, from, tc.Type, to)
 	}
-	return nil, fmt.Errorf("no conversion from %s (%s) to %s: %w", from, c.Kind, tc.Type, catalog.ErrIncompatibleSchema)
+	return nil, fmt.Errorf("no conversion from %s (%s) to %s: %w", from, c.Kind, tc.Type, pqio.ErrIncompatibleSchema)
 }
 
 // decimalConverter converts an integer or a decimal to the table's
 // decimal(p,s): the unscaled value is multiplied by 10^(s - scale of the
 // file) and written in the table's physical type.
-func decimalConverter(c catalog.ParquetColumn, from, to catalog.Type, toType parquet.Type) (func(parquet.Value) (parquet.Value, error), error) {
+func decimalConverter(c pqio.ParquetColumn, from, to catalog.Type, toType parquet.Type) (func(parquet.Value) (parquet.Value, error), error) {
 	fromScale := 0
 	if from.Kind == catalog.KindDecimal {
 		fromScale = from.Scale
 	}
 	shift := to.Scale - fromScale
 	if shift < 0 {
-		return nil, fmt.Errorf("decimal scale %d does not fit %s: %w", fromScale, to, catalog.ErrIncompatibleSchema)
+		return nil, fmt.Errorf("decimal scale %d does not fit %s: %w", fromScale, to, pqio.ErrIncompatibleSchema)
 	}
 	if shift == 0 && c.Kind == toType.Kind() && (c.Kind != parquet.FixedLenByteArray || c.Type.Precision == to.Precision) {
 		return nil, nil

@@ -21,6 +21,7 @@ import (
 
 	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/cloud"
+	"github.com/sluice-data/sluice/internal/pqio"
 )
 
 // emitFunc receives one record: its position (line, or row for Parquet,
@@ -827,7 +828,7 @@ func (d *decoder) decodeParquet(ctx context.Context, st cloud.Store, key string,
 		scan, extra = d.parquetExtras(file)
 		return scan
 	}
-	return catalog.ScanParquetAs(ctx, st, key, size, scanAs, func(row []any) error {
+	return pqio.ScanParquetAs(ctx, st, key, size, scanAs, func(row []any) error {
 		n++
 		var bad error
 		if d.extra >= 0 {
@@ -859,7 +860,7 @@ func (d *decoder) renderRow(dst []byte, row []any) []byte {
 			m[c.Name] = nil
 			continue
 		}
-		m[c.Name] = catalog.FormatValue(c.Type, row[i])
+		m[c.Name] = pqio.FormatValue(c.Type, row[i])
 	}
 	b, _ := json.Marshal(m)
 	return append(dst, b...)

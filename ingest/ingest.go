@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/cloud"
+	"github.com/sluice-data/sluice/internal/pqio"
 )
 
 // Sentinel errors of a run; test with errors.Is.
@@ -190,7 +191,7 @@ func Run(ctx context.Context, t *catalog.Table, source string, o Options) (Resul
 	// Read, starting over without a file that failed after its rows
 	// reached a writer (see errRestart).
 	excluded := map[string]error{}
-	codecs, qCodecs := catalog.NewCodecs(), catalog.NewCodecs()
+	codecs, qCodecs := pqio.NewCodecs(), pqio.NewCodecs()
 	var rd *reading
 	for {
 		rd = &reading{o: o, src: src, srcURL: loc.String(), qcp: qcp, now: time.Now().UTC().Truncate(time.Microsecond),

@@ -1,4 +1,4 @@
-package catalog
+package pqio
 
 import (
 	"bufio"
@@ -27,7 +27,7 @@ import (
 
 // sparkDir holds Parquet files written by Spark (see its README.md),
 // relative to this package's folder.
-const sparkDir = "../testdata/spark-written"
+const sparkDir = "../../testdata/spark-written"
 
 // --- a store that counts requests -------------------------------------------------
 
