@@ -205,7 +205,7 @@ func (rw *rewriter) copyFile(p *prefetched) error {
 				continue
 			}
 			pl.leaf = c.Leaf
-			conv, err := converter(c, tc, rw.leaves[j].Type())
+			conv, err := pqio.Converter(c, tc, rw.leaves[j].Type())
 			if err != nil {
 				return fmt.Errorf("%s: column %q: %w", key, tc.Name, err)
 			}

@@ -2,7 +2,6 @@ package pqio
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 )
 
@@ -171,26 +170,4 @@ func commonType(a, b Type) (Type, bool) {
 		return Type{}, false
 	}
 	return Type{Kind: KindDecimal, Precision: p, Scale: s}, true
-}
-
-// widener returns the conversion of a value of type from to type to (for
-// which readableAs holds), nil when none is needed.
-func widener(from, to Type) func(any) any {
-	switch {
-	case from == to, from.Kind == to.Kind && from.Kind != KindDecimal:
-		return nil
-	case (from.Kind == KindString || from.Kind == KindUUID) && (to.Kind == KindString || to.Kind == KindUUID):
-		return nil
-	case from.Kind == KindInt32 && to.Kind == KindInt64:
-		return func(v any) any { return int64(v.(int32)) }
-	case from.Kind == KindInt32 && to.Kind == KindFloat64:
-		return func(v any) any { return float64(v.(int32)) }
-	case from.Kind == KindInt32 && to.Kind == KindDecimal:
-		return func(v any) any { return rescaleDecimal(strconv.FormatInt(int64(v.(int32)), 10), 0, to.Scale) }
-	case from.Kind == KindInt64 && to.Kind == KindDecimal:
-		return func(v any) any { return rescaleDecimal(strconv.FormatInt(v.(int64), 10), 0, to.Scale) }
-	case from.Kind == KindDecimal && to.Kind == KindDecimal:
-		return func(v any) any { return rescaleDecimal(v.(string), from.Scale, to.Scale) }
-	}
-	return nil
 }

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/big"
 	"time"
 	"unicode/utf8"
 
@@ -516,23 +515,21 @@ const julianUnixEpoch = 2440588
 // then 4 bytes of Julian day, little endian) to a UTC time at microsecond
 // precision.
 func int96Time(i deprecated.Int96) time.Time {
-	return time.UnixMicro(Int96Micros(i)).UTC()
+	return time.UnixMicro(int96Micros(i)).UTC()
 }
 
-// Int96Micros converts an INT96 timestamp (Spark's legacy encoding: 8
+// int96Micros converts an INT96 timestamp (Spark's legacy encoding: 8
 // bytes of nanoseconds of the day, then 4 bytes of Julian day, little
 // endian) to microseconds since the Unix epoch, rounding toward the past.
-func Int96Micros(i deprecated.Int96) int64 {
+func int96Micros(i deprecated.Int96) int64 {
 	nanos := int64(uint64(i[1])<<32 | uint64(i[0]))
 	days := int64(i[2]) - julianUnixEpoch
-	return days*86400_000_000 + FloorDiv(nanos, 1000)
+	return days*86400_000_000 + floorDiv(nanos, 1000)
 }
 
-// FloorDiv divides rounding toward negative infinity, as time units are
+// floorDiv divides rounding toward negative infinity, as time units are
 // converted (a nanosecond before the epoch is in the microsecond before
 // it).
-func FloorDiv(a, b int64) int64 { return floorDiv(a, b) }
-
 func floorDiv(a, b int64) int64 {
 	q := a / b
 	if (a%b != 0) && ((a < 0) != (b < 0)) {
@@ -541,34 +538,12 @@ func floorDiv(a, b int64) int64 {
 	return q
 }
 
-// FormatUUID renders 16 bytes (Parquet's UUID logical type) as the
+// formatUUID renders 16 bytes (Parquet's UUID logical type) as the
 // canonical 8-4-4-4-12 text; other lengths as plain hex.
-func FormatUUID(b []byte) string { return formatUUID(b) }
-
 func formatUUID(b []byte) string {
 	if len(b) != 16 {
 		return hex.EncodeToString(b)
 	}
 	h := hex.EncodeToString(b)
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
-}
-
-// decimalFromBytes decodes a big-endian two's complement unscaled value.
-func decimalFromBytes(b []byte, scale int) string {
-	if len(b) == 0 {
-		return formatDecimalInt64(0, scale)
-	}
-	if len(b) <= 8 {
-		var u uint64
-		for _, x := range b {
-			u = u<<8 | uint64(x)
-		}
-		shift := 64 - 8*uint(len(b))
-		return formatDecimalInt64(int64(u<<shift)>>shift, scale)
-	}
-	n := new(big.Int).SetBytes(b)
-	if b[0]&0x80 != 0 {
-		n.Sub(n, new(big.Int).Lsh(big.NewInt(1), uint(8*len(b))))
-	}
-	return formatDecimal(n, scale)
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"os"
 	"runtime"
 	"sync"
@@ -441,7 +440,11 @@ func columnNode(c Column) (parquet.Node, func(any) (parquet.Value, error), error
 			case p <= 18:
 				return parquet.Int64Value(u.Int64()), nil
 			default:
-				return parquet.FixedLenByteArrayValue(twosComplement(u, size)), nil
+				b, ok := twosComplement(u, size)
+				if !ok {
+					return parquet.Value{}, fmt.Errorf("decimal value %s overflows %s", v, t)
+				}
+				return parquet.FixedLenByteArrayValue(b), nil
 			}
 		}
 	case KindBinary:
@@ -468,29 +471,3 @@ func columnNode(c Column) (parquet.Node, func(any) (parquet.Value, error), error
 // Parquet format prefers this encoding to PLAIN for byte arrays, and
 // DuckDB, Spark, Arrow and Trino read it.
 var uuidEncoding = &parquet.DeltaLengthByteArray
-
-// decimalBytes is the smallest number of bytes whose two's complement holds
-// every unscaled value of precision p (as Spark sizes its FIXED decimals).
-func decimalBytes(p int) int {
-	limit := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(p)), nil)
-	for n := 1; ; n++ {
-		// The largest positive value of n bytes is 2^(8n-1) - 1.
-		if new(big.Int).Lsh(big.NewInt(1), uint(8*n-1)).Cmp(limit) >= 0 {
-			return n
-		}
-	}
-}
-
-// twosComplement renders u as a size-byte big-endian two's complement.
-func twosComplement(u *big.Int, size int) []byte {
-	out := make([]byte, size)
-	if u.Sign() >= 0 {
-		u.FillBytes(out)
-		return out
-	}
-	// -x in two's complement is 2^(8·size) - x.
-	m := new(big.Int).Lsh(big.NewInt(1), uint(8*size))
-	m.Add(m, u)
-	m.FillBytes(out)
-	return out
-}
