@@ -72,11 +72,8 @@ type Change struct {
 	RestoreFrom *Manifest
 }
 
-// CommitOptions bound the commit retry loop.
-type CommitOptions struct {
-	// MaxElapsed bounds the time spent retrying lost races. Zero: 2m.
-	MaxElapsed time.Duration
-}
+// commitMaxElapsed bounds the time Commit spends retrying lost races.
+const commitMaxElapsed = 2 * time.Minute
 
 // crashHook, when set (in tests only), is called at named points of a
 // commit; the crash tests make it kill the process.
@@ -129,7 +126,7 @@ func (t *Table) Commit(ctx context.Context, c Change) (*Manifest, error) {
 	bo := backoff.NewExponentialBackOff()
 	bo.InitialInterval = 2 * time.Millisecond
 	bo.MaxInterval = 200 * time.Millisecond
-	bo.MaxElapsedTime = 2 * time.Minute
+	bo.MaxElapsedTime = commitMaxElapsed
 	attempts := 0
 	for {
 		attempts++
@@ -450,7 +447,7 @@ func (s *staged) build(ctx context.Context, base *Manifest) (*Manifest, error) {
 			id := refID(baseRef)
 			b, cached := s.built[p]
 			if cached && b.baseID != id {
-				if ref, ok := b.rebaseRef(baseRef); ok {
+				if ref, rebased := b.rebaseRef(baseRef); rebased {
 					b = builtRef{baseID: id, base: clonePartitionRef(baseRef), ref: ref}
 					s.built[p] = b
 				} else {
@@ -629,10 +626,10 @@ func (s *staged) writePages(ctx context.Context, refs []PartitionRef) ([]PageRef
 	if len(refs) == 0 {
 		return nil, nil
 	}
-	max := s.t.opts.MaxPartitionsPerPage
+	limit := s.t.opts.MaxPartitionsPerPage
 	n := 1
-	if len(refs) > max {
-		n = (len(refs) + max/2 - 1) / (max / 2)
+	if len(refs) > limit {
+		n = (len(refs) + limit/2 - 1) / (limit / 2)
 	}
 	out := make([]PageRef, 0, n)
 	for k := range n {
