@@ -7,6 +7,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
+
 	"github.com/sluice-data/sluice/internal/pqio"
 )
 
