@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
@@ -86,7 +84,7 @@ func openFile(key string, r io.ReaderAt, size int64, opts ...parquet.FileOption)
 		if sr, ok := r.(*storeReaderAt); ok {
 			return nil, readError(key, sr, err)
 		}
-		return nil, fmt.Errorf("%s: %w: %s", key, ErrCorruptFile, oneLine(err.Error()))
+		return nil, fmt.Errorf("%s: %w: %s", key, ErrCorruptFile, cloud.OneLine(err.Error(), errLineLimit))
 	}
 	return f, nil
 }
@@ -100,8 +98,12 @@ func readError(key string, r *storeReaderAt, err error) error {
 	if r.truncated() {
 		return fmt.Errorf("%s: %w: the object is shorter than the %d bytes expected (truncated?)", key, ErrCorruptFile, r.size)
 	}
-	return fmt.Errorf("%s: %w: %s", key, ErrCorruptFile, oneLine(err.Error()))
+	return fmt.Errorf("%s: %w: %s", key, ErrCorruptFile, cloud.OneLine(err.Error(), errLineLimit))
 }
+
+// errLineLimit caps the cause quoted in ErrCorruptFile: parquet-go's
+// thrift errors can spell out a long path through garbage.
+const errLineLimit = 200
 
 // noPanic runs fn and turns a panic into an error: parquet-go may panic on
 // malformed input, and a bad file must fail its own work, not the process.
@@ -112,21 +114,6 @@ func noPanic(fn func() error) (err error) {
 		}
 	}()
 	return fn()
-}
-
-// oneLine flattens a cause to one line of at most 200 bytes: parquet-go's
-// thrift errors can spell out a long path through garbage.
-func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	const limit = 200
-	if len(s) <= limit {
-		return s
-	}
-	cut := limit
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }
 
 // DescribeParquetFile maps an open file's columns to our types (as
