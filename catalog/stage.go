@@ -111,30 +111,8 @@ func (s *staged) build(ctx context.Context, base *Manifest) (*Manifest, error) {
 		next.Summary = diffSummary(base, next)
 		return next, nil
 	}
-	if c.Schema != nil {
-		next.Schema = *c.Schema
-	}
-	if c.Spec != nil {
-		next.Spec = *c.Spec
-	}
-	if len(c.Properties) > 0 && next.Properties == nil {
-		next.Properties = map[string]string{}
-	}
-	maps.Copy(next.Properties, c.Properties)
-	if (len(c.Checkpoints) > 0 || len(c.CheckpointMerge) > 0) && next.Checkpoints == nil {
-		next.Checkpoints = map[string]json.RawMessage{}
-	}
-	maps.Copy(next.Checkpoints, c.Checkpoints)
-	for _, k := range slices.Sorted(maps.Keys(c.CheckpointMerge)) {
-		cur := next.Checkpoints[k]
-		if len(compactJSON(cur)) == 0 {
-			cur = nil
-		}
-		v, err := c.CheckpointMerge[k](cur)
-		if err != nil {
-			return nil, fmt.Errorf("checkpoint %q in version %d: %w: %w", k, next.Version-1, err, ErrConflict)
-		}
-		next.Checkpoints[k] = v
+	if err := c.applyUpdates(next); err != nil {
+		return nil, err
 	}
 
 	sum := Summary{DataChange: c.DataChange}
@@ -146,70 +124,8 @@ func (s *staged) build(ctx context.Context, base *Manifest) (*Manifest, error) {
 		touched[p] = true
 	}
 	parts := slices.Sorted(maps.Keys(touched))
-	// Group the touched partitions by the page that holds them, and
-	// rewrite those pages from the last to the first, so that splicing
-	// one page's replacements in does not move the others.
-	byPage := map[int][]string{}
-	for _, p := range parts {
-		i := next.pageFor(p)
-		byPage[i] = append(byPage[i], p)
-	}
-	pageIdx := slices.Sorted(maps.Keys(byPage))
-	slices.Reverse(pageIdx)
-	for _, i := range pageIdx {
-		var refs []PartitionRef
-		if i >= 0 {
-			pg, err := s.t.page(ctx, next.Pages[i].Key)
-			if err != nil {
-				return nil, err
-			}
-			refs = slices.Clone(pg.Partitions)
-		}
-		for _, p := range byPage[i] {
-			j, ok := refIndex(refs, p)
-			var baseRef *PartitionRef
-			if ok {
-				baseRef = &refs[j]
-			}
-			id := refID(baseRef)
-			b, cached := s.built[p]
-			if cached && b.baseID != id {
-				if ref, rebased := b.rebaseRef(baseRef); rebased {
-					b = builtRef{baseID: id, base: clonePartitionRef(baseRef), ref: ref}
-					s.built[p] = b
-				} else {
-					cached = false
-				}
-			}
-			if !cached {
-				for i := range s.adds[p] {
-					s.adds[p][i].AddedVersion = next.Version
-				}
-				ref, err := s.buildPartition(ctx, p, baseRef)
-				if err != nil {
-					return nil, err
-				}
-				b = builtRef{baseID: id, base: clonePartitionRef(baseRef), ref: ref}
-				s.built[p] = b
-			}
-			switch {
-			case b.ref == nil && ok:
-				refs = slices.Delete(refs, j, j+1)
-			case b.ref != nil && ok:
-				refs[j] = *b.ref
-			case b.ref != nil:
-				refs = slices.Insert(refs, j, *b.ref)
-			}
-		}
-		newPages, err := s.writePages(ctx, refs)
-		if err != nil {
-			return nil, err
-		}
-		if i < 0 {
-			next.Pages = newPages
-		} else {
-			next.Pages = slices.Replace(next.Pages, i, i+1, newPages...)
-		}
+	if err := s.rewritePages(ctx, next, parts); err != nil {
+		return nil, err
 	}
 	for _, f := range c.Add {
 		next.Files++
@@ -235,6 +151,120 @@ func (s *staged) build(ctx context.Context, base *Manifest) (*Manifest, error) {
 	next.Summary = sum
 	crashPoint("after-pieces")
 	return next, nil
+}
+
+// applyUpdates sets in next what c changes besides files: the schema, the
+// partition spec, properties and checkpoints (merged with the ones next
+// carries over), in that order.
+func (c *Change) applyUpdates(next *Manifest) error {
+	if c.Schema != nil {
+		next.Schema = *c.Schema
+	}
+	if c.Spec != nil {
+		next.Spec = *c.Spec
+	}
+	if len(c.Properties) > 0 && next.Properties == nil {
+		next.Properties = map[string]string{}
+	}
+	maps.Copy(next.Properties, c.Properties)
+	if (len(c.Checkpoints) > 0 || len(c.CheckpointMerge) > 0) && next.Checkpoints == nil {
+		next.Checkpoints = map[string]json.RawMessage{}
+	}
+	maps.Copy(next.Checkpoints, c.Checkpoints)
+	for _, k := range slices.Sorted(maps.Keys(c.CheckpointMerge)) {
+		cur := next.Checkpoints[k]
+		if len(compactJSON(cur)) == 0 {
+			cur = nil
+		}
+		v, err := c.CheckpointMerge[k](cur)
+		if err != nil {
+			return fmt.Errorf("checkpoint %q in version %d: %w: %w", k, next.Version-1, err, ErrConflict)
+		}
+		next.Checkpoints[k] = v
+	}
+	return nil
+}
+
+// rewritePages rewrites in next the pages that hold the touched partitions
+// parts (sorted), from the last page to the first, so that splicing one
+// page's replacements in does not move the others.
+func (s *staged) rewritePages(ctx context.Context, next *Manifest, parts []string) error {
+	// Group the touched partitions by the page that holds them.
+	byPage := map[int][]string{}
+	for _, p := range parts {
+		i := next.pageFor(p)
+		byPage[i] = append(byPage[i], p)
+	}
+	pageIdx := slices.Sorted(maps.Keys(byPage))
+	slices.Reverse(pageIdx)
+	for _, i := range pageIdx {
+		var refs []PartitionRef
+		if i >= 0 {
+			pg, err := s.t.page(ctx, next.Pages[i].Key)
+			if err != nil {
+				return err
+			}
+			refs = slices.Clone(pg.Partitions)
+		}
+		for _, p := range byPage[i] {
+			j, ok := refIndex(refs, p)
+			var baseRef *PartitionRef
+			if ok {
+				baseRef = &refs[j]
+			}
+			b, err := s.partitionRef(ctx, next, p, baseRef)
+			if err != nil {
+				return err
+			}
+			switch {
+			case b.ref == nil && ok:
+				refs = slices.Delete(refs, j, j+1)
+			case b.ref != nil && ok:
+				refs[j] = *b.ref
+			case b.ref != nil:
+				refs = slices.Insert(refs, j, *b.ref)
+			}
+		}
+		newPages, err := s.writePages(ctx, refs)
+		if err != nil {
+			return err
+		}
+		if i < 0 {
+			next.Pages = newPages
+		} else {
+			next.Pages = slices.Replace(next.Pages, i, i+1, newPages...)
+		}
+	}
+	return nil
+}
+
+// partitionRef returns partition p's ref in next, on top of baseRef (nil
+// for a partition new to its page): the one built for an earlier attempt
+// when baseRef is the one it was built on or it rebases onto baseRef, else
+// a new one with its pieces written.
+func (s *staged) partitionRef(ctx context.Context, next *Manifest, p string, baseRef *PartitionRef) (builtRef, error) {
+	id := refID(baseRef)
+	b, cached := s.built[p]
+	if cached && b.baseID != id {
+		if ref, rebased := b.rebaseRef(baseRef); rebased {
+			b = builtRef{baseID: id, base: clonePartitionRef(baseRef), ref: ref}
+			s.built[p] = b
+		} else {
+			cached = false
+		}
+	}
+	if !cached {
+		for i := range s.adds[p] {
+			s.adds[p][i].AddedVersion = next.Version
+		}
+		ref, err := s.buildPartition(ctx, p, baseRef)
+		if err != nil {
+			return builtRef{}, err
+		}
+		b = builtRef{baseID: id, base: clonePartitionRef(baseRef), ref: ref}
+		s.built[p] = b
+	}
+	return b, nil
 }
 
 // buildPartition writes the pieces partition p needs on top of baseRef
