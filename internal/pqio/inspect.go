@@ -215,25 +215,8 @@ func mapLeaf(e *format.SchemaElement) (fileColumn, error) {
 		c.Type = Type{Kind: KindDecimal, Precision: p, Scale: s}
 		return c, nil
 	}
-	switch lt.(type) {
-	case *format.TimeType:
-		return unsupported("TIME")
-	case *format.NullType:
-		return unsupported("UNKNOWN (always null)")
-	case *format.Float16Type:
-		return unsupported("FLOAT16")
-	case *format.GeometryType:
-		return unsupported("GEOMETRY")
-	case *format.GeographyType:
-		return unsupported("GEOGRAPHY")
-	case *format.VariantType:
-		return unsupported("VARIANT")
-	}
-	if conv(deprecated.TimeMillis) || conv(deprecated.TimeMicros) {
-		return unsupported("TIME")
-	}
-	if conv(deprecated.Interval) {
-		return unsupported("INTERVAL")
+	if what := unsupportedLogical(lt, conv); what != "" {
+		return unsupported(what)
 	}
 
 	switch phys {
@@ -313,6 +296,32 @@ func mapLeaf(e *format.SchemaElement) (fileColumn, error) {
 		return unsupported(phys.String())
 	}
 	return c, nil
+}
+
+// unsupportedLogical names the logical (or converted) type of a leaf that
+// sluice cannot read whatever its physical type, "" for none.
+func unsupportedLogical(lt format.LogicalTypeValue, conv func(deprecated.ConvertedType) bool) string {
+	switch lt.(type) {
+	case *format.TimeType:
+		return "TIME"
+	case *format.NullType:
+		return "UNKNOWN (always null)"
+	case *format.Float16Type:
+		return "FLOAT16"
+	case *format.GeometryType:
+		return "GEOMETRY"
+	case *format.GeographyType:
+		return "GEOGRAPHY"
+	case *format.VariantType:
+		return "VARIANT"
+	}
+	if conv(deprecated.TimeMillis) || conv(deprecated.TimeMicros) {
+		return "TIME"
+	}
+	if conv(deprecated.Interval) {
+		return "INTERVAL"
+	}
+	return ""
 }
 
 func isLogical[T format.LogicalTypeValue](v format.LogicalTypeValue) bool {
