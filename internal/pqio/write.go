@@ -465,9 +465,9 @@ func columnNode(c Column) (parquet.Node, func(any) (parquet.Value, error), error
 // DELTA_LENGTH_BYTE_ARRAY, which stores the lengths (all 36) apart, a few
 // bytes per page, and the texts one after the other. PLAIN puts a 4-byte
 // length before each text, and zstd level 1 then finds a short match in
-// almost every value: on a page of random UUIDs it compressed 155 MB/s to
-// 19.7 bytes a value, against 447 MB/s to 18.4 bytes for the texts alone.
-// That compression was 30% of an ingest's CPU (bench/ingest.sh). The
-// Parquet format prefers this encoding to PLAIN for byte arrays, and
+// almost every value, which makes it both slower and larger than on the
+// texts alone; that compression is a large share of an ingest's CPU
+// (bench/ingest.sh measures it). The Parquet format prefers this
+// encoding to PLAIN for byte arrays, and
 // DuckDB, Spark, Arrow and Trino read it.
 var uuidEncoding = &parquet.DeltaLengthByteArray
