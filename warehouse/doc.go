@@ -21,6 +21,7 @@
 // table's columns and nothing else); a materialized view on NAME fails the
 // publish before the swap. Redshift and SQLite are not built yet.
 //
-// warehouse imports catalog and cloud of this module only; it reads rows
-// through catalog and never writes to the table.
+// warehouse imports catalog and internal/pqio of this module only: the
+// catalog lists a version's live files, pqio reads their rows; it never
+// writes to the table.
 package warehouse

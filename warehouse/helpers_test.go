@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sluice-data/sluice/catalog"
+	"github.com/sluice-data/sluice/internal/pqio"
 )
 
 // newTable creates a local table of schema holding rows, in one version
@@ -71,7 +72,7 @@ func tableRows(t *testing.T, tbl *catalog.Table) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rows, err := catalog.ReadParquetRows(ctx, st, key, f.Bytes, m.Schema)
+		rows, err := pqio.ReadParquetRows(ctx, st, key, f.Bytes, m.Schema)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,7 +94,7 @@ func rowText(schema catalog.Schema, row []any) string {
 		if tm, ok := v.(time.Time); ok {
 			v = tm.UTC()
 		}
-		parts[i] = fmt.Sprintf("%q", catalog.FormatValue(schema.Columns[i].Type, v))
+		parts[i] = fmt.Sprintf("%q", pqio.FormatValue(schema.Columns[i].Type, v))
 	}
 	return strings.Join(parts, "|")
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/sluice-data/sluice/catalog"
+	"github.com/sluice-data/sluice/internal/pqio"
 )
 
 // batchRows is how many rows travel from the file reader to COPY at once;
@@ -22,7 +23,7 @@ const (
 )
 
 // rowSource streams the rows of a table version's live files, file by
-// file and row group by row group (catalog.ScanParquetAs), into COPY: a
+// file and row group by row group (pqio.ScanParquetAs), into COPY: a
 // pgx.CopyFromSource fed by a reader goroutine through a bounded channel,
 // so the table is never held in memory.
 type rowSource struct {
@@ -78,7 +79,7 @@ func readFiles(ctx context.Context, t *catalog.Table, schema catalog.Schema, fil
 			}
 			return asNullable(schema, missing)
 		}
-		err = catalog.ScanParquetAs(ctx, st, key, f.Bytes, scanAs, func(row []any) error {
+		err = pqio.ScanParquetAs(ctx, st, key, f.Bytes, scanAs, func(row []any) error {
 			for _, i := range missing {
 				row[i] = fill[i]
 			}
@@ -134,7 +135,7 @@ func partitionFill(schema catalog.Schema, f catalog.DataFile) ([]any, error) {
 		if !ok || s == nil {
 			continue
 		}
-		v, err := catalog.ParseValue(c.Type, *s)
+		v, err := pqio.ParseValue(c.Type, *s)
 		if err != nil {
 			return nil, fmt.Errorf("partition value %s=%q: %w", c.Name, *s, err)
 		}
