@@ -21,7 +21,8 @@ func publishPostgres(ctx context.Context, t *catalog.Table, tgt target, o Option
 	if err != nil {
 		return Result{}, fmt.Errorf("read table: %w", err)
 	}
-	cols, err := columnDefs(m.Schema) // before anything is created
+	schema := publishedSchema(m)
+	cols, err := columnDefs(schema) // before anything is created
 	if err != nil {
 		return Result{}, err
 	}
@@ -68,7 +69,7 @@ func publishPostgres(ctx context.Context, t *catalog.Table, tgt target, o Option
 		res.Bytes += f.Bytes
 	}
 	began := time.Now()
-	if res.Rows, err = load(ctx, conn, t, m, files, tgt, cols, o.Progress); err != nil {
+	if res.Rows, err = load(ctx, conn, t, m, schema, files, tgt, cols, o.Progress); err != nil {
 		return res, err
 	}
 	log.Info("loaded", "table", tgt.with("_new").String(), "rows", res.Rows, "bytes", res.Bytes, "seconds", time.Since(began).Seconds())
@@ -170,7 +171,7 @@ func relkindName(k string) string {
 // load rebuilds NAME_new (dropping a stale one from a dead run) and fills
 // it with binary COPY, in one transaction: a load that dies leaves
 // nothing. It returns the rows loaded, which must be the version's.
-func load(ctx context.Context, conn *pgx.Conn, t *catalog.Table, m *catalog.Manifest, files []catalog.DataFile,
+func load(ctx context.Context, conn *pgx.Conn, t *catalog.Table, m *catalog.Manifest, schema catalog.Schema, files []catalog.DataFile,
 	tgt target, cols string, progress func(done, total int64)) (int64, error) {
 	newT := tgt.with("_new")
 	tx, err := conn.Begin(ctx)
@@ -184,11 +185,11 @@ func load(ctx context.Context, conn *pgx.Conn, t *catalog.Table, m *catalog.Mani
 	if _, err := tx.Exec(ctx, "CREATE TABLE "+newT.sql()+" ("+cols+")"); err != nil {
 		return 0, fmt.Errorf("create %s: %w", newT, err)
 	}
-	names := make([]string, len(m.Schema.Columns))
-	for i, c := range m.Schema.Columns {
+	names := make([]string, len(schema.Columns))
+	for i, c := range schema.Columns {
 		names[i] = c.Name
 	}
-	src := newRowSource(ctx, t, m.Schema, files)
+	src := newRowSource(ctx, t, schema, files)
 	defer src.close()
 	var counted copySource = src
 	if progress != nil {

@@ -112,6 +112,21 @@ func readFiles(ctx context.Context, t *catalog.Table, schema catalog.Schema, fil
 	return nil
 }
 
+// publishedSchema is the table's schema followed by its identity
+// partition fields that are not columns of it (Spark's partition
+// columns, found only in folder names), nullable, as Spark and DuckDB
+// read a Hive-partitioned folder.
+func publishedSchema(m *catalog.Manifest) catalog.Schema {
+	cols := append([]catalog.Column(nil), m.Schema.Columns...)
+	for _, f := range m.Spec.Fields {
+		if _, ok := m.Schema.Column(f.Name); ok || f.Transform != "identity" {
+			continue
+		}
+		cols = append(cols, catalog.Column{Name: f.Name, Type: f.Type, Nullable: true})
+	}
+	return catalog.Schema{Columns: cols}
+}
+
 // asNullable is schema with the columns at idx nullable: a file lacking a
 // partition column reads it as NULL, and partitionFill supplies it.
 func asNullable(schema catalog.Schema, idx []int) catalog.Schema {
