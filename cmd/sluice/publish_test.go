@@ -40,6 +40,12 @@ func TestPublishCommand(t *testing.T) {
 	if s["unchanged"] != true || s["rows"] != 0.0 {
 		t.Fatalf("republish summary %v: want unchanged, 0 rows", s)
 	}
+	// The password from PGPASSWORD, the URL without one.
+	bare := strings.Replace(url, ":"+testenv.PostgresPassword+"@", "@", 1)
+	r := sluice(t, []string{"PGPASSWORD=" + testenv.PostgresPassword}, "publish", loc, "--to", bare, "--as", "events_too", "--json")
+	if r.code != 0 || summaryOf(t, r)["rows"] != 120.0 {
+		t.Fatalf("publish with PGPASSWORD: exit %d: %s %s", r.code, r.stdout, r.stderr)
+	}
 	conn, err := pgx.Connect(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
