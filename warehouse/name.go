@@ -43,6 +43,9 @@ func parseTarget(s string) (target, error) {
 		}
 	}
 	t := target{name: strings.ToLower(parts[len(parts)-1])}
+	if t.name == publishedTable {
+		return target{}, fmt.Errorf("%w: %q is where sluice records what it published", ErrInvalidName, s)
+	}
 	if len(parts) == 2 {
 		t.schema = strings.ToLower(parts[0])
 	}
