@@ -161,6 +161,7 @@ func TestPublishBadInput(t *testing.T) {
 		"a name starting with a digit": {to: url, as: "1abc", is: ErrInvalidName},
 		"three parts":                  {to: url, as: "a.b.c", is: ErrInvalidName},
 		"a quoted name":                {to: url, as: `"y"`, is: ErrInvalidName},
+		"sluice's own record table":    {to: url, as: "public.Sluice_Published", is: ErrInvalidName, want: "records"},
 		"a name too long for NAME_new": {to: url, as: strings.Repeat("n", 60), is: ErrInvalidName},
 		"a name that is a view":        {to: url, as: "a_view", is: ErrNotATable, want: "view"},
 		"redshift, not built":          {to: "redshift://u:" + secret + "@h/db", as: "t", is: ErrNotBuilt, want: "redshift"},
