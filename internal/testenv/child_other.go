@@ -13,3 +13,6 @@ func childAttr() *syscall.SysProcAttr { return nil }
 
 // killChild kills the child alone.
 func killChild(p *os.Process) { _ = p.Kill() }
+
+// userAttr is attr: the tests run as another user only on Linux.
+func userAttr(attr *syscall.SysProcAttr, _, _ int, _ bool) *syscall.SysProcAttr { return attr }

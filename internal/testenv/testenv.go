@@ -74,11 +74,13 @@ func Run(m *testing.M) int {
 	return code
 }
 
-// Stop stops Azurite if it runs (the S3 server lives in-process and needs
-// no stopping). Safe to call more than once, and without a start.
+// Stop stops Azurite and PostgreSQL if they run (the S3 server lives
+// in-process and needs no stopping). Safe to call more than once, and
+// without a start.
 func Stop() {
 	stopS3()
 	stopAzurite()
+	stopPostgres()
 }
 
 // Env starts both servers (if not yet started) and returns the environment

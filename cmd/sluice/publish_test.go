@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sluice-data/sluice/internal/testenv"
+)
+
+// TestPublishCommand: ingest, publish with --json, republish (unchanged),
+// and the rows are in PostgreSQL.
+func TestPublishCommand(t *testing.T) {
+	url := testenv.PostgresURL(t)
+	dir := t.TempDir()
+	land, loc := filepath.Join(dir, "landing"), filepath.Join(dir, "events")
+	initEvents(t, loc)
+	writeEvents(t, land, "a.jsonl", 0, 120)
+	mustSluice(t, "ingest", loc, "--from", land)
+
+	s := summaryOf(t, mustSluice(t, "publish", loc, "--to", url, "--as", "events", "--json"))
+	for k, want := range map[string]any{"command": "publish", "target": "public.events", "version": 2.0,
+		"unchanged": false, "rows": 120.0, "swap_attempts": 1.0} {
+		if s[k] != want {
+			t.Errorf("summary %s = %v, want %v (%v)", k, s[k], want, s)
+		}
+	}
+	for _, k := range []string{"bytes", "seconds", "lock_wait_seconds"} {
+		if _, ok := s[k].(float64); !ok {
+			t.Errorf("summary has no number %s: %v", k, s)
+		}
+	}
+	if strings.Contains(strings.Join(mapStrings(s), " "), testenv.PostgresPassword) {
+		t.Fatalf("the summary prints the password: %v", s)
+	}
+	s = summaryOf(t, mustSluice(t, "publish", loc, "--to", url, "--as", "events", "--json"))
+	if s["unchanged"] != true || s["rows"] != 0.0 {
+		t.Fatalf("republish summary %v: want unchanged, 0 rows", s)
+	}
+	// The password from PGPASSWORD, the URL without one.
+	bare := strings.Replace(url, ":"+testenv.PostgresPassword+"@", "@", 1)
+	r := sluice(t, []string{"PGPASSWORD=" + testenv.PostgresPassword}, "publish", loc, "--to", bare, "--as", "events_too", "--json")
+	if r.code != 0 || summaryOf(t, r)["rows"] != 120.0 {
+		t.Fatalf("publish with PGPASSWORD: exit %d: %s %s", r.code, r.stdout, r.stderr)
+	}
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var n, sum int64
+	if err := conn.QueryRow(context.Background(), "SELECT count(*), sum(list_id) FROM events").Scan(&n, &sum); err != nil || n != 120 || sum != 119*120/2 {
+		t.Fatalf("events: %d rows, sum %d (%v): want 120, %d", n, sum, err, 119*120/2)
+	}
+}
+
+func mapStrings(m map[string]any) []string {
+	var out []string
+	for _, v := range m {
+		if s, ok := v.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// TestPublishCommandBadInput: one line on stderr (and in --json's error),
+// exit 1 or 2, the password nowhere.
+func TestPublishCommandBadInput(t *testing.T) {
+	url := testenv.PostgresURL(t)
+	loc := filepath.Join(t.TempDir(), "events")
+	initEvents(t, loc)
+	const secret = "Wr0ng-Pa55-sentinel"
+	wrong := strings.Replace(url, testenv.PostgresPassword, secret, 1)
+	for name, c := range map[string]struct {
+		args []string
+		code int
+		want string
+	}{
+		"a wrong password":    {[]string{"--to", wrong, "--as", "events"}, 1, "password authentication failed"},
+		"an injecting name":   {[]string{"--to", url, "--as", "x; DROP TABLE y"}, 1, "invalid target name"},
+		"redshift":            {[]string{"--to", "redshift://u:" + secret + "@h/db", "--as", "events"}, 1, "redshift:// is not built yet"},
+		"no --as":             {[]string{"--to", url}, 2, "--as NAME"},
+		"a zero lock timeout": {[]string{"--to", url, "--as", "e", "--lock-timeout", "0s"}, 2, "--lock-timeout"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			for _, json := range []bool{false, true} {
+				args := append([]string{"publish", loc}, c.args...)
+				if json {
+					args = append(args, "--json", "-v")
+				}
+				r := sluice(t, nil, args...)
+				if r.code != c.code {
+					t.Fatalf("exit %d, want %d: %s", r.code, c.code, r.stderr)
+				}
+				if strings.Contains(r.stdout+r.stderr, secret) {
+					t.Fatalf("the password is printed:\n%s\n%s", r.stdout, r.stderr)
+				}
+				if !json {
+					msg := strings.TrimRight(r.stderr, "\n")
+					if c.code == 2 { // a usage error adds where to find the usage
+						msg, _, _ = strings.Cut(msg, "\nRun 'sluice publish --help' for usage.")
+					}
+					if strings.Contains(msg, "\n") || !strings.Contains(msg, c.want) {
+						t.Fatalf("stderr %q: want one line saying %q", r.stderr, c.want)
+					}
+					continue
+				}
+				if s := summaryOf(t, r); !strings.Contains(s["error"].(string), c.want) {
+					t.Fatalf("--json error %q does not say %q", s["error"], c.want)
+				}
+			}
+		})
+	}
+}

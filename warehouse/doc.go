@@ -1,0 +1,27 @@
+// Package warehouse publishes a table into a SQL warehouse with the
+// _new/_old swap: it builds NAME_new from the table's live files, then in
+// one transaction renames NAME to NAME_old and NAME_new to NAME and drops
+// NAME_old, so readers of NAME see the complete old rows or the complete
+// new ones, never a half-loaded table.
+//
+// PostgreSQL is built (pgx, binary COPY). Around the swap it handles what
+// bites hand-written loads: the privileges granted on NAME and its comment
+// are carried to the new table, views that depend on NAME are recreated on
+// it (CREATE OR REPLACE, so views on those views stay bound), the swap's
+// ACCESS EXCLUSIVE lock is taken with a lock_timeout and retried with
+// backoff so it never queues readers behind a long one for longer than the
+// timeout, a session advisory lock on the target name keeps two publishes
+// from mixing, and the published version is recorded in a
+// sluice_published table beside NAME so that publishing it again changes
+// nothing. NAME_new and NAME_old belong to sluice: a stale NAME_new from a
+// dead run is dropped and rebuilt.
+//
+// Not carried by the swap: indexes, constraints, triggers, row-level
+// security policies and column privileges of NAME (the new table has the
+// table's columns and nothing else); a materialized view on NAME fails the
+// publish before the swap. Redshift and SQLite are not built yet.
+//
+// warehouse imports catalog and internal/pqio of this module only: the
+// catalog lists a version's live files, pqio reads their rows; it never
+// writes to the table.
+package warehouse

@@ -1,0 +1,226 @@
+package warehouse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sluice-data/sluice/catalog"
+)
+
+// connectTimeout bounds connecting when the URL sets no connect_timeout.
+const connectTimeout = 15 * time.Second
+
+// publishPostgres is Publish into PostgreSQL.
+func publishPostgres(ctx context.Context, t *catalog.Table, tgt target, o Options) (Result, error) {
+	m, err := t.Latest(ctx)
+	if err != nil {
+		return Result{}, fmt.Errorf("read table: %w", err)
+	}
+	schema := publishedSchema(m)
+	cols, err := columnDefs(schema) // before anything is created
+	if err != nil {
+		return Result{}, err
+	}
+	conn, err := connect(ctx, o.To)
+	if err != nil {
+		return Result{}, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if tgt.schema == "" {
+		if err := conn.QueryRow(ctx, "SELECT current_schema()").Scan(&tgt.schema); err != nil {
+			return Result{}, fmt.Errorf("current schema: %w", err)
+		}
+	}
+	res := Result{Target: tgt.String(), Version: m.Version}
+	log := o.Logger.With("target", res.Target, "version", m.Version)
+
+	// One publish of a target at a time: the session lock outlives the
+	// load and the swap, and the server drops it with a dead connection.
+	release, err := advisoryLock(ctx, conn, tgt, log)
+	if err != nil {
+		return res, err
+	}
+	defer release()
+
+	if err := checkTarget(ctx, conn, tgt); err != nil {
+		return res, err
+	}
+	if !o.Force {
+		done, err := alreadyPublished(ctx, conn, tgt, t.Location(), m.Version)
+		if err != nil {
+			return res, err
+		}
+		if done {
+			res.Unchanged = true
+			log.Info("version already published: nothing to do")
+			return res, nil
+		}
+	}
+	files, err := t.Files(ctx, m)
+	if err != nil {
+		return res, fmt.Errorf("list files: %w", err)
+	}
+	for _, f := range files {
+		res.Bytes += f.Bytes
+	}
+	began := time.Now()
+	if res.Rows, err = load(ctx, conn, t, m, schema, files, tgt, cols, o.Progress); err != nil {
+		return res, err
+	}
+	log.Info("loaded", "table", tgt.with("_new").String(), "rows", res.Rows, "bytes", res.Bytes, "seconds", time.Since(began).Seconds())
+	if _, err := conn.Exec(ctx, "ANALYZE "+tgt.with("_new").sql()); err != nil {
+		return res, fmt.Errorf("analyze %s: %w", tgt.with("_new"), err)
+	}
+	rec := record{location: t.Location(), version: m.Version, rows: res.Rows, run: o.RunID}
+	if res.LockWait, res.Attempts, err = swap(ctx, conn, tgt, rec, o, log); err != nil {
+		return res, err
+	}
+	log.Info("swapped", "lock_wait", res.LockWait, "attempts", res.Attempts)
+	return res, nil
+}
+
+// connect opens one connection to url. pgx reads the password from the
+// URL, PGPASSWORD or ~/.pgpass; its errors name user, host and database,
+// never the password.
+func connect(ctx context.Context, url string) (*pgx.Conn, error) {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("warehouse URL: %w", err)
+	}
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = connectTimeout
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", oneLine{err})
+	}
+	return conn, nil
+}
+
+// oneLine is an error printed on one line: pgx lists each address it
+// tried on a line of its own.
+type oneLine struct{ err error }
+
+func (e oneLine) Error() string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(e.err.Error(), "\n\t", "; ")), " ")
+}
+
+func (e oneLine) Unwrap() error { return e.err }
+
+// advisoryLock takes the session advisory lock of tgt, waiting (and
+// saying so) while another publish of it holds the lock.
+func advisoryLock(ctx context.Context, conn *pgx.Conn, tgt target, log interface {
+	Info(string, ...any)
+}) (release func(), err error) {
+	key := "sluice publish " + tgt.String()
+	var got bool
+	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock(hashtextextended($1, 0))", key).Scan(&got); err != nil {
+		return nil, fmt.Errorf("advisory lock: %w", err)
+	}
+	if !got {
+		log.Info("another publish of the target runs: waiting for it")
+		if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock(hashtextextended($1, 0))", key); err != nil {
+			return nil, fmt.Errorf("wait for another publish of %s: %w", tgt, err)
+		}
+	}
+	return func() {
+		_, _ = conn.Exec(context.Background(), "SELECT pg_advisory_unlock(hashtextextended($1, 0))", key)
+	}, nil
+}
+
+// checkTarget fails with ErrNotATable when tgt names something that is
+// not an ordinary table, before anything is created.
+func checkTarget(ctx context.Context, conn *pgx.Conn, tgt target) error {
+	var kind string
+	err := conn.QueryRow(ctx, `SELECT c.relkind::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = $1 AND c.relname = $2`, tgt.schema, tgt.name).Scan(&kind)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil
+	case err != nil:
+		return fmt.Errorf("look up %s: %w", tgt, err)
+	case kind != "r":
+		return fmt.Errorf("%s is a %s: %w (sluice replaces only a table it can rename)", tgt, relkindName(kind), ErrNotATable)
+	}
+	return nil
+}
+
+func relkindName(k string) string {
+	switch k {
+	case "v":
+		return "view"
+	case "m":
+		return "materialized view"
+	case "p":
+		return "partitioned table"
+	case "f":
+		return "foreign table"
+	case "S":
+		return "sequence"
+	case "i", "I":
+		return "index"
+	}
+	return "relation of kind " + k
+}
+
+// load rebuilds NAME_new (dropping a stale one from a dead run) and fills
+// it with binary COPY, in one transaction: a load that dies leaves
+// nothing. It returns the rows loaded, which must be the version's.
+func load(ctx context.Context, conn *pgx.Conn, t *catalog.Table, m *catalog.Manifest, schema catalog.Schema, files []catalog.DataFile,
+	tgt target, cols string, progress func(done, total int64)) (int64, error) {
+	newT := tgt.with("_new")
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("begin load: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if _, err := tx.Exec(ctx, "DROP TABLE IF EXISTS "+newT.sql()); err != nil {
+		return 0, fmt.Errorf("drop stale %s: %w", newT, err)
+	}
+	if _, err := tx.Exec(ctx, "CREATE TABLE "+newT.sql()+" ("+cols+")"); err != nil {
+		return 0, fmt.Errorf("create %s: %w", newT, err)
+	}
+	names := make([]string, len(schema.Columns))
+	for i, c := range schema.Columns {
+		names[i] = c.Name
+	}
+	src := newRowSource(ctx, t, schema, files)
+	defer src.close()
+	var counted copySource = src
+	if progress != nil {
+		counted = &progressSource{rowSource: src, total: m.Rows, fn: progress}
+	}
+	n, err := tx.CopyFrom(ctx, pgx.Identifier{newT.schema, newT.name}, names, counted)
+	if err != nil {
+		return 0, fmt.Errorf("copy into %s: %w", newT, err)
+	}
+	if n != m.Rows {
+		return 0, fmt.Errorf("copy into %s: %d rows, version %d has %d: %w", newT, n, m.Version, m.Rows, ErrRowCount)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, fmt.Errorf("commit load of %s: %w", newT, err)
+	}
+	return n, nil
+}
+
+type copySource = pgx.CopyFromSource
+
+// progressSource reports progress every batch of rows.
+type progressSource struct {
+	*rowSource
+	total int64
+	fn    func(done, total int64)
+}
+
+func (p *progressSource) Next() bool {
+	ok := p.rowSource.Next()
+	if !ok || p.rows%batchRows == 0 {
+		p.fn(p.rows, p.total)
+	}
+	return ok
+}

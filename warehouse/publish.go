@@ -1,0 +1,108 @@
+package warehouse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"time"
+
+	"github.com/sluice-data/sluice/catalog"
+)
+
+// Options say where and how to publish.
+type Options struct {
+	// To is the warehouse URL: postgres://user[:password]@host[:port]/db
+	// (or postgresql://). The password may also come from PGPASSWORD or
+	// ~/.pgpass; it is never logged or returned in an error.
+	To string
+	// As is the target table: NAME or SCHEMA.NAME, plain identifiers,
+	// folded to lower case. Without a schema, the connection's current
+	// schema.
+	As string
+	// KeepOld keeps the replaced table as NAME_old instead of dropping it.
+	KeepOld bool
+	// Force reloads a version already published.
+	Force bool
+	// LockTimeout bounds each attempt to take the swap's locks (the
+	// transaction's lock_timeout); zero means DefaultLockTimeout.
+	LockTimeout time.Duration
+	// SwapRetryFor bounds how long failed lock attempts are retried, with
+	// backoff; zero means DefaultSwapRetryFor.
+	SwapRetryFor time.Duration
+	// RunID names the run in the sluice_published record.
+	RunID string
+	// Logger gets one line per phase; nil logs nothing.
+	Logger *slog.Logger
+	// Progress, when set, is called as rows are loaded with the rows so
+	// far and the version's total.
+	Progress func(done, total int64)
+}
+
+// Defaults of Options.
+const (
+	DefaultLockTimeout  = 5 * time.Second
+	DefaultSwapRetryFor = 10 * time.Minute
+)
+
+// Result says what a publish did.
+type Result struct {
+	// Target is the published table, schema-qualified.
+	Target string
+	// Version is the table version published (or found already there).
+	Version int64
+	// Unchanged is true when that version was already published and
+	// nothing was done.
+	Unchanged bool
+	// Rows and Bytes are the rows loaded and the bytes of the live data
+	// files read.
+	Rows, Bytes int64
+	// LockWait is how long the swap waited for its locks, over every
+	// attempt and the backoff between them; Attempts counts them.
+	LockWait time.Duration
+	Attempts int
+	// Seconds is the publish's wall time.
+	Seconds float64
+}
+
+// Publish loads the latest version of t into the warehouse o.To as o.As
+// with the _new/_old swap (see the package doc).
+func Publish(ctx context.Context, t *catalog.Table, o Options) (Result, error) {
+	start := time.Now()
+	if o.LockTimeout <= 0 {
+		o.LockTimeout = DefaultLockTimeout
+	}
+	if o.SwapRetryFor <= 0 {
+		o.SwapRetryFor = DefaultSwapRetryFor
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	tgt, err := parseTarget(o.As)
+	if err != nil {
+		return Result{}, err
+	}
+	u, err := url.Parse(o.To)
+	if err != nil {
+		// url.Error holds the URL, password and all: keep only the why.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return Result{}, fmt.Errorf("warehouse URL: %w", err)
+	}
+	var res Result
+	switch u.Scheme {
+	case "postgres", "postgresql":
+		res, err = publishPostgres(ctx, t, tgt, o)
+	case "redshift":
+		return Result{}, fmt.Errorf("publishing to redshift:// is %w (postgres:// is)", ErrNotBuilt)
+	case "sqlite":
+		return Result{}, fmt.Errorf("publishing to sqlite:// is %w (postgres:// is)", ErrNotBuilt)
+	default:
+		return Result{}, errors.New("warehouse URL: want postgres://user@host/db (redshift:// and sqlite:// are not built yet)")
+	}
+	res.Seconds = time.Since(start).Seconds()
+	return res, err
+}

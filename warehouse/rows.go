@@ -1,0 +1,236 @@
+package warehouse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/big"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/sluice-data/sluice/catalog"
+	"github.com/sluice-data/sluice/internal/pqio"
+)
+
+// batchRows is how many rows travel from the file reader to COPY at once;
+// with batchesInFlight, what a load holds beyond the reader's row group.
+const (
+	batchRows       = 1024
+	batchesInFlight = 4
+)
+
+// rowSource streams the rows of a table version's live files, file by
+// file and row group by row group (pqio.ScanParquetAs), into COPY: a
+// pgx.CopyFromSource fed by a reader goroutine through a bounded channel,
+// so the table is never held in memory.
+type rowSource struct {
+	ch     <-chan [][]any
+	errc   <-chan error
+	cancel context.CancelFunc
+	batch  [][]any
+	i      int
+	err    error
+	rows   int64
+}
+
+// newRowSource starts reading files as schema. Call close when done.
+func newRowSource(ctx context.Context, t *catalog.Table, schema catalog.Schema, files []catalog.DataFile) *rowSource {
+	ctx, cancel := context.WithCancel(ctx)
+	ch := make(chan [][]any, batchesInFlight)
+	errc := make(chan error, 1)
+	go func() {
+		defer close(ch)
+		errc <- readFiles(ctx, t, schema, files, ch)
+	}()
+	return &rowSource{ch: ch, errc: errc, cancel: cancel}
+}
+
+func readFiles(ctx context.Context, t *catalog.Table, schema catalog.Schema, files []catalog.DataFile, ch chan<- [][]any) error {
+	conv := converters(schema)
+	batch := make([][]any, 0, batchRows)
+	send := func() error {
+		select {
+		case ch <- batch:
+			batch = make([][]any, 0, batchRows)
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	for _, f := range files {
+		st, key, err := t.DataFileStore(ctx, f)
+		if err != nil {
+			return fmt.Errorf("open %s: %w", t.FileURL(f), err)
+		}
+		fill, err := partitionFill(schema, f)
+		if err != nil {
+			return fmt.Errorf("%s: %w", t.FileURL(f), err)
+		}
+		var missing []int // table columns the file lacks: Hive partition columns
+		scanAs := func(file catalog.Schema) catalog.Schema {
+			missing = missing[:0]
+			for i, c := range schema.Columns {
+				if _, ok := file.Column(c.Name); !ok {
+					missing = append(missing, i)
+				}
+			}
+			return asNullable(schema, missing)
+		}
+		err = pqio.ScanParquetAs(ctx, st, key, f.Bytes, scanAs, func(row []any) error {
+			for _, i := range missing {
+				row[i] = fill[i]
+			}
+			for i, v := range row {
+				if v == nil {
+					if !schema.Columns[i].Nullable {
+						return fmt.Errorf("column %q: NULL in a column that is not nullable", schema.Columns[i].Name)
+					}
+					continue
+				}
+				x, err := conv[i](v)
+				if err != nil {
+					return fmt.Errorf("column %q: %w", schema.Columns[i].Name, err)
+				}
+				row[i] = x
+			}
+			batch = append(batch, row)
+			if len(batch) == batchRows {
+				return send()
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("read %s: %w", t.FileURL(f), err)
+		}
+	}
+	if len(batch) > 0 {
+		return send()
+	}
+	return nil
+}
+
+// publishedSchema is the table's schema followed by its identity
+// partition fields that are not columns of it (Spark's partition
+// columns, found only in folder names), nullable, as Spark and DuckDB
+// read a Hive-partitioned folder.
+func publishedSchema(m *catalog.Manifest) catalog.Schema {
+	cols := append([]catalog.Column(nil), m.Schema.Columns...)
+	for _, f := range m.Spec.Fields {
+		if _, ok := m.Schema.Column(f.Name); ok || f.Transform != "identity" {
+			continue
+		}
+		cols = append(cols, catalog.Column{Name: f.Name, Type: f.Type, Nullable: true})
+	}
+	return catalog.Schema{Columns: cols}
+}
+
+// asNullable is schema with the columns at idx nullable: a file lacking a
+// partition column reads it as NULL, and partitionFill supplies it.
+func asNullable(schema catalog.Schema, idx []int) catalog.Schema {
+	if len(idx) == 0 {
+		return schema
+	}
+	cols := append([]catalog.Column(nil), schema.Columns...)
+	for _, i := range idx {
+		cols[i].Nullable = true
+	}
+	return catalog.Schema{Columns: cols}
+}
+
+// partitionFill gives, per table column, the value of f's Hive partition
+// folder for it (nil when the column is no partition field or NULL), for
+// files written by Spark, which keeps partition columns out of the file.
+func partitionFill(schema catalog.Schema, f catalog.DataFile) ([]any, error) {
+	fill := make([]any, len(schema.Columns))
+	for i, c := range schema.Columns {
+		s, ok := f.PartitionValues[c.Name]
+		if !ok || s == nil {
+			continue
+		}
+		v, err := pqio.ParseValue(c.Type, *s)
+		if err != nil {
+			return nil, fmt.Errorf("partition value %s=%q: %w", c.Name, *s, err)
+		}
+		fill[i] = v
+	}
+	return fill, nil
+}
+
+// converters turn a value in catalog's Go representation into one pgx
+// encodes in binary COPY as the column's PostgreSQL type.
+func converters(schema catalog.Schema) []func(any) (any, error) {
+	out := make([]func(any) (any, error), len(schema.Columns))
+	for i, c := range schema.Columns {
+		switch c.Type.Kind {
+		case catalog.KindUUID:
+			out[i] = func(v any) (any, error) {
+				u, err := uuid.Parse(v.(string))
+				if err != nil {
+					return nil, err
+				}
+				return [16]byte(u), nil
+			}
+		case catalog.KindDecimal:
+			out[i] = func(v any) (any, error) { return numeric(v.(string)) }
+		case catalog.KindString:
+			out[i] = func(v any) (any, error) {
+				s := v.(string)
+				// PostgreSQL text holds neither NUL nor invalid UTF-8:
+				// say so with the column's name rather than let COPY fail
+				// with a byte offset.
+				if strings.IndexByte(s, 0) >= 0 {
+					return nil, errors.New("a NUL character, which PostgreSQL text cannot hold")
+				}
+				if !utf8.ValidString(s) {
+					return nil, errors.New("invalid UTF-8, which PostgreSQL text cannot hold")
+				}
+				return s, nil
+			}
+		default:
+			out[i] = func(v any) (any, error) { return v, nil }
+		}
+	}
+	return out
+}
+
+// numeric converts a decimal in canonical form ("-123.45") exactly.
+func numeric(s string) (pgtype.Numeric, error) {
+	whole, frac, _ := strings.Cut(s, ".")
+	var n big.Int
+	if _, ok := n.SetString(whole+frac, 10); !ok {
+		return pgtype.Numeric{}, fmt.Errorf("decimal %q: not a number", s)
+	}
+	return pgtype.Numeric{Int: &n, Exp: -int32(len(frac)), Valid: true}, nil
+}
+
+// Next implements pgx.CopyFromSource.
+func (s *rowSource) Next() bool {
+	s.i++
+	for s.i >= len(s.batch) {
+		b, ok := <-s.ch
+		if !ok {
+			s.err = <-s.errc
+			s.batch = nil
+			return false
+		}
+		s.batch, s.i = b, 0
+	}
+	s.rows++
+	return true
+}
+
+// Values implements pgx.CopyFromSource.
+func (s *rowSource) Values() ([]any, error) { return s.batch[s.i], nil }
+
+// Err implements pgx.CopyFromSource.
+func (s *rowSource) Err() error { return s.err }
+
+// close stops the reader and waits for it.
+func (s *rowSource) close() {
+	s.cancel()
+	for range s.ch {
+	}
+}
