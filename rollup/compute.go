@@ -113,7 +113,7 @@ func (r *run) aggregate(ctx context.Context, g *grid, ki *keyIndex, allowNew boo
 			}
 		}
 		var onRow func(k int32, d int64)
-		if changedFrom != nil && r.changed[f.Partition] {
+		if changedFrom != nil && r.changed[f.Partition] && !r.oldFiles[f.Path] {
 			onRow = func(k int32, d int64) {
 				if from, ok := changedFrom[k]; !ok || d < from {
 					changedFrom[k] = d

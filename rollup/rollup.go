@@ -102,7 +102,10 @@ type run struct {
 	// version; oldThrough the output's last day before the run.
 	changed    map[string]bool
 	oldThrough int64
-	res        Result
+	// oldFiles are the source's live files at the version the output
+	// reflected: the others of a changed partition are the new events.
+	oldFiles map[string]bool
+	res      Result
 }
 
 func runOnce(ctx context.Context, out, src *catalog.Table, o Options) (Result, error) {
@@ -229,6 +232,11 @@ func (r *run) decide(ctx context.Context) (int64, string, error) {
 		return 0, ch.full, nil
 	}
 	r.changed = ch.parts
+	if len(ch.parts) > 0 {
+		if err := r.readOldFiles(ctx, old.SourceVersion); err != nil {
+			return 0, "", err
+		}
+	}
 	first := ch.earliest
 	if r.through > oldThrough {
 		first = min(first, oldThrough+1)
@@ -283,4 +291,21 @@ func (r *run) lastEventDay(ctx context.Context) (int64, bool, error) {
 		}
 	}
 	return last, found, nil
+}
+
+// readOldFiles lists the source's live files at version v.
+func (r *run) readOldFiles(ctx context.Context, v int64) error {
+	m, err := r.src.Manifest(ctx, v)
+	if err != nil {
+		return fmt.Errorf("source %s: %w", cloud.Redact(r.j.o.Source), err)
+	}
+	files, err := r.src.Files(ctx, m)
+	if err != nil {
+		return fmt.Errorf("source %s: version %d: %w", cloud.Redact(r.j.o.Source), v, err)
+	}
+	r.oldFiles = make(map[string]bool, len(files))
+	for _, f := range files {
+		r.oldFiles[f.Path] = true
+	}
+	return nil
 }

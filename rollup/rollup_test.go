@@ -1,9 +1,14 @@
 package rollup_test
 
 import (
+	"context"
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/sluice-data/sluice/catalog"
 )
 
 const snapshotSchema = "a:int64,b:string,date:date,total:int64"
@@ -30,4 +35,111 @@ func TestRollupEqualsDuckDB(t *testing.T) {
 	if res.CellsWritten != int64(len(want)) {
 		t.Fatalf("cells written %d, want %d", res.CellsWritten, len(want))
 	}
+}
+
+// dataSet builds the events table and the snapshot in dir and returns
+// their locations and the events.
+func dataSet(t *testing.T, dir string) (src, snap string, evs []event) {
+	r := rand.New(rand.NewPCG(1, 2))
+	src = filepath.Join(dir, "events")
+	tb := newEvents(t, src)
+	evs = genEvents(r)
+	appendEvents(t, tb, evs)
+	snap = filepath.Join(dir, "snapshot.parquet")
+	writeSnapshot(t, snap, snapshotSchema, snapshotRows(r))
+	return src, snap, evs
+}
+
+// Late events for days 3 and 17, after day 30 was rolled up, restate only
+// the keys they touch from those days on; the table then equals DuckDB's
+// and a --full run's, and a rerun commits nothing.
+func TestRollupLateEventsRestateOnlyWhatChanged(t *testing.T) {
+	dir := t.TempDir()
+	src, snap, _ := dataSet(t, dir)
+	out := filepath.Join(dir, "rollup")
+	o := options(t, src, snap)
+	first := run(t, out, o)
+
+	// Late events: keys (a, "eu") for a = 1..40 on day 17, and for
+	// a = 21..60 on day 3 as well; list 950 (in the snapshot, no events
+	// so far) on day 3.
+	var late []event
+	firstDay := map[int64]int{}
+	for a := int64(1); a <= 40; a++ {
+		late = append(late, event{a: a, b: "eu", ts: day(17).Add(time.Hour), v: 2})
+		firstDay[a] = 17
+	}
+	for a := int64(21); a <= 60; a++ {
+		late = append(late, event{a: a, b: "eu", ts: day(3).Add(2 * time.Hour), v: -1})
+		firstDay[a] = 3
+	}
+	late = append(late, event{a: 950, b: "eu", ts: day(3).Add(3 * time.Hour), v: 5})
+	firstDay[950] = 3
+	tb, err := catalog.Open(context.Background(), src, catalog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tb.Close()
+	appendEvents(t, tb, late)
+
+	res := run(t, out, o)
+	var wantCells int64
+	for _, d := range firstDay {
+		wantCells += int64(30 - d + 1)
+	}
+	if res.Full || res.First != day(3).Format(time.DateOnly) || res.KeysRestated != len(firstDay) || res.CellsRestated != wantCells {
+		t.Fatalf("summary %+v: want an incremental run from day 3 restating %d keys, %d cells", res, len(firstDay), wantCells)
+	}
+	if res.SourceFrom != first.SourceTo || res.SourceTo != first.SourceTo+1 || res.PartitionsReplaced != 28 {
+		t.Fatalf("summary %+v: want source %d -> %d and 28 partitions replaced", res, first.SourceTo, first.SourceTo+1)
+	}
+	got := outputRows(t, out)
+	sameRows(t, "incremental rollup vs DuckDB", got, expectedRows(t, src, snap, "UTC"))
+
+	again := run(t, out, o)
+	if again.Version != 0 || again.CellsWritten != 0 {
+		t.Fatalf("rerun with nothing new: %+v, want nothing committed", again)
+	}
+
+	full := filepath.Join(dir, "full")
+	fo := o
+	fo.Full = true
+	run(t, full, fo)
+	sameRows(t, "incremental vs --full", got, outputRows(t, full))
+	if res := run(t, out, fo); !res.Full || res.Reason != "--full" {
+		t.Fatalf("--full on the output: %+v", res)
+	}
+	sameRows(t, "--full in place vs before", outputRows(t, out), got)
+}
+
+// A new snapshot (another base) is a full recompute, said in the summary.
+func TestRollupNewSnapshotRecomputes(t *testing.T) {
+	dir := t.TempDir()
+	src, snap, _ := dataSet(t, dir)
+	out := filepath.Join(dir, "rollup")
+	o := options(t, src, snap)
+	run(t, out, o)
+	rows := snapshotRows(rand.New(rand.NewPCG(7, 7)))
+	writeSnapshot(t, snap, snapshotSchema, rows)
+	res := run(t, out, o)
+	if !res.Full || !strings.Contains(res.Reason, "new snapshot") {
+		t.Fatalf("summary %+v: want a full recompute for a new snapshot", res)
+	}
+	sameRows(t, "after a new snapshot", outputRows(t, out), expectedRows(t, src, snap, "UTC"))
+}
+
+// With --tz, days are counted in that zone, as DuckDB counts them with
+// its TimeZone set.
+func TestRollupTimeZoneEqualsDuckDB(t *testing.T) {
+	dir := t.TempDir()
+	src, snap, _ := dataSet(t, dir)
+	out := filepath.Join(dir, "rollup")
+	o := options(t, src, snap)
+	ny, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Location = ny
+	run(t, out, o)
+	sameRows(t, "rollup --tz vs DuckDB", outputRows(t, out), expectedRows(t, src, snap, "America/New_York"))
 }
