@@ -14,7 +14,6 @@ type notBuiltCmd struct {
 }
 
 var notBuilt = []notBuiltCmd{
-	{"rollup OUT --source TABLE --snapshot LOC ...", "Maintain a rolling daily aggregate table (not built yet)"},
 	{"publish TABLE --to postgres://... --as NAME", "Load a table into PostgreSQL/Redshift with a _new/_old swap (not built yet)"},
 	{"serve --config pipeline.yaml", "Run the scheduler daemon (not built yet)"},
 	{"run --config pipeline.yaml JOB", "Run one interval of a job (not built yet)"},
