@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluice-data/sluice/catalog"
+	"github.com/sluice-data/sluice/internal/pqio"
 )
 
 // benchTable creates a local table holding n files, 100 per daily
@@ -114,7 +115,7 @@ func benchParquetWriterWrite(b *testing.B, schema catalog.Schema) {
 			fmt.Sprintf("%08x-22d9-4488-9cf1-92d1dad9f74a", i*7), int32(i % 10), t0.Add(time.Duration(i) * time.Second)}
 	}
 	ctx := context.Background()
-	w, err := catalog.NewParquetWriter(schema, nil)
+	w, err := pqio.NewParquetWriter(schema, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -128,7 +129,7 @@ func benchParquetWriterWrite(b *testing.B, schema catalog.Schema) {
 		if w.Buffered() > 64<<20 {
 			b.StopTimer()
 			w.Abort()
-			if w, err = catalog.NewParquetWriter(schema, nil); err != nil {
+			if w, err = pqio.NewParquetWriter(schema, nil); err != nil {
 				b.Fatal(err)
 			}
 			b.StartTimer()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/cloud"
+	"github.com/sluice-data/sluice/internal/pqio"
 )
 
 // TestCrashChild is not a test on its own: the crash tests run the test
@@ -59,7 +60,7 @@ func TestCrashChild(t *testing.T) {
 			var keep [][]any
 			for _, f := range live {
 				if f.Partition == files[0].Partition {
-					rows, err := catalog.ReadParquetRows(ctx, tbl.Store(), f.Path, f.Bytes, m.Schema)
+					rows, err := pqio.ReadParquetRows(ctx, tbl.Store(), f.Path, f.Bytes, m.Schema)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -115,7 +116,7 @@ func checkReadable(t *testing.T, tbl *catalog.Table) *catalog.Manifest {
 	}
 	var rows int64
 	for _, f := range files {
-		got, err := catalog.ReadParquetRows(ctx, tbl.Store(), f.Path, f.Bytes, m.Schema)
+		got, err := pqio.ReadParquetRows(ctx, tbl.Store(), f.Path, f.Bytes, m.Schema)
 		if err != nil {
 			t.Fatalf("version %d: %v", m.Version, err)
 		}

@@ -1,33 +1,16 @@
 package catalog
 
-import "time"
+import (
+	"context"
+	"fmt"
+	"path"
+	"regexp"
+	"time"
 
-// ColumnStats are one column's statistics over one data file. Min and Max
-// are in the column type's canonical text form (see FormatValue) and are nil
-// when unknown (all nulls, or the writer kept no statistics).
-//
-// A string bound holds at most StatsTruncateBytes bytes: a longer min is
-// cut to a prefix (MinTruncated) and a longer max to a prefix rounded up
-// (MaxTruncated), so both still bound every value, but a truncated bound
-// is no value of the file: nothing may use it as one (an aggregate's
-// min/max answered from statistics, say). MaxTruncated with a nil Max
-// says that no prefix could be rounded up: there is no upper bound.
-// Manifests written before truncation have neither flag: their bounds are
-// exact.
-type ColumnStats struct {
-	Min          *string `json:"min,omitempty"`
-	Max          *string `json:"max,omitempty"`
-	MinTruncated bool    `json:"min_trunc,omitempty"`
-	MaxTruncated bool    `json:"max_trunc,omitempty"`
-	NullCount    int64   `json:"nulls"`
-}
+	"github.com/google/uuid"
 
-// FileStats are what reading a Parquet file's footer tells: its rows and
-// per-column statistics, keyed by column name.
-type FileStats struct {
-	Rows    int64                  `json:"rows"`
-	Columns map[string]ColumnStats `json:"cols,omitempty"`
-}
+	"github.com/sluice-data/sluice/internal/pqio"
+)
 
 // DataFile is one live data file of a table, as a manifest records it.
 type DataFile struct {
@@ -43,7 +26,7 @@ type DataFile struct {
 	PartitionValues map[string]*string `json:"pv,omitempty"`
 	// Bytes is the file's size.
 	Bytes int64 `json:"bytes"`
-	FileStats
+	pqio.FileStats
 	// AddedAt is when the commit that added the file was staged (what
 	// compaction's --min-file-age measures); AddedVersion the version that
 	// commit was first built for. A commit that lost races to appends
@@ -52,4 +35,60 @@ type DataFile struct {
 	// the exact one. Both are set by the commit, not by the writer.
 	AddedVersion int64     `json:"added_v"`
 	AddedAt      time.Time `json:"added_at"`
+}
+
+// NewDataFilePath returns a fresh, unique key for a data file in partition
+// (a Hive folder, "" for none): <partition>/part-<time>-<uuid>.zstd.parquet.
+// The time prefix sorts files by creation; the UUID makes names unique
+// across writers, so data files never overwrite each other.
+func NewDataFilePath(partition string) string {
+	name := fmt.Sprintf("part-%s-%s.zstd.parquet", time.Now().UTC().Format("20060102T150405"), uuid.NewString())
+	if partition == "" {
+		return name
+	}
+	return partition + "/" + name
+}
+
+// ownDataFile matches the base names NewDataFilePath gives.
+var ownDataFile = regexp.MustCompile(`^part-[0-9]{8}T[0-9]{6}-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.zstd\.parquet$`)
+
+// isOwnDataFile reports whether key is named as sluice names the data
+// files it writes.
+func isOwnDataFile(key string) bool { return ownDataFile.MatchString(path.Base(key)) }
+
+// WriteFiles writes rows (in the table schema's column order) as one data
+// file per partition and returns them, ready for a Change's Add. Nothing is
+// visible until they are committed.
+func (t *Table) WriteFiles(ctx context.Context, m *Manifest, rows [][]any) ([]DataFile, error) {
+	type group struct {
+		vals map[string]*string
+		rows [][]any
+	}
+	groups := map[string]*group{}
+	var order []string
+	router := NewPartitioner(m.Schema, m.Spec)
+	for _, r := range rows {
+		p, vals, err := router.Of(r)
+		if err != nil {
+			return nil, err
+		}
+		g := groups[p]
+		if g == nil {
+			g = &group{vals: vals}
+			groups[p] = g
+			order = append(order, p)
+		}
+		g.rows = append(g.rows, r)
+	}
+	var out []DataFile
+	for _, p := range order {
+		g := groups[p]
+		key := NewDataFilePath(p)
+		n, stats, err := pqio.WriteParquet(ctx, t.store, key, m.Schema, g.rows)
+		if err != nil {
+			return nil, fmt.Errorf("write %s: %w", t.store.URL(key), err)
+		}
+		out = append(out, DataFile{Path: key, Partition: p, PartitionValues: g.vals, Bytes: n, FileStats: stats})
+	}
+	return out, nil
 }

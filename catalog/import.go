@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sluice-data/sluice/cloud"
+	"github.com/sluice-data/sluice/internal/pqio"
 )
 
 // ImportResult says what an import did.
@@ -82,144 +83,11 @@ func (t *Table) Import(ctx context.Context, from string, o ImportOptions) (Impor
 		}
 		defer src.Close()
 	}
-	// Where the files live relative to the table: under its root (a
-	// relative path) or elsewhere (an absolute location).
-	tr, fr := strings.TrimSuffix(t.store.URL(""), "/"), strings.TrimSuffix(src.URL(""), "/")
-	prefix, external := "", false
-	switch {
-	case fr == tr:
-	case strings.HasPrefix(fr, tr+"/"):
-		prefix = fr[len(tr)+1:] + "/"
-	default:
-		external = true
-	}
-
-	var infos []cloud.ObjectInfo
-	err := src.List(ctx, "", func(o cloud.ObjectInfo) error {
-		if isDataFile(o.Key) {
-			infos = append(infos, o)
-		}
-		return nil
-	})
-	if err != nil {
-		return res, fmt.Errorf("import %s: list: %w", from, err)
-	}
-	res.FilesFound = len(infos)
-	if len(infos) == 0 {
-		return res, fmt.Errorf("import %s: no Parquet files found", from)
-	}
-
-	cur, err := t.Latest(ctx)
-	if err != nil && !errors.Is(err, ErrTableNotFound) {
+	cur, cands, keys, err := t.importCandidates(ctx, from, src, &res)
+	if err != nil || len(cands) == 0 {
 		return res, err
 	}
-	live := map[string]bool{}
-	if cur != nil {
-		files, err := t.Files(ctx, cur)
-		if err != nil {
-			return res, err
-		}
-		for _, f := range files {
-			live[f.Path] = true
-		}
-	}
-
-	// Partition keys must be the same on every file.
-	type cand struct {
-		info   cloud.ObjectInfo
-		tpath  string
-		dir    string
-		vals   map[string]*string
-		schema Schema
-		stats  FileStats
-	}
-	var cands []*cand
-	var keys []string
-	for i, o := range infos {
-		dir := path.Dir(o.Key)
-		if dir == "." {
-			dir = ""
-		}
-		ks, vals, err := parseHivePath(dir)
-		if err != nil {
-			return res, fmt.Errorf("import %s: %s: %w", from, src.URL(o.Key), err)
-		}
-		if i == 0 {
-			keys = ks
-		} else if !slices.Equal(ks, keys) {
-			return res, fmt.Errorf("import %s: %s: partition keys %v differ from %v of %s", from, src.URL(o.Key), ks, keys, src.URL(infos[0].Key))
-		}
-		tpath := prefix + o.Key
-		if external {
-			tpath = src.URL(o.Key)
-		}
-		if live[tpath] {
-			res.FilesSkipped++
-			continue
-		}
-		cands = append(cands, &cand{info: o, tpath: tpath, dir: prefix + dir, vals: vals})
-	}
-	if cur != nil {
-		var names []string
-		for _, f := range cur.Spec.Fields {
-			names = append(names, f.Name)
-		}
-		if !slices.Equal(names, keys) && !(len(names) == 0 && len(keys) == 0) {
-			return res, fmt.Errorf("import %s: the files are partitioned by %v, the table by %v", from, keys, names)
-		}
-	}
-	if cur != nil && cur.Version > 1 && len(cands) > 0 {
-		// Every file of version 1 is live or was referenced by a later
-		// version too; with one version there is no history to ask.
-		byPart := map[string]map[string]bool{}
-		for _, c := range cands {
-			if byPart[c.dir] == nil {
-				byPart[c.dir] = map[string]bool{}
-			}
-			byPart[c.dir][c.tpath] = true
-		}
-		former, err := t.formerFiles(ctx, byPart)
-		if err != nil {
-			return res, fmt.Errorf("import %s: %w", from, err)
-		}
-		cands = slices.DeleteFunc(cands, func(c *cand) bool { return former[c.tpath] })
-		res.FilesReplaced = len(former)
-		res.FilesSkipped += len(former)
-	}
-	if cur != nil && !external {
-		// sluice's own writes become part of a table by a commit alone:
-		// one that is in the folder and in no version is a crashed or
-		// running writer's, and adopting it would count its rows when the
-		// writer retries or commits.
-		n := len(cands)
-		cands = slices.DeleteFunc(cands, func(c *cand) bool { return isOwnDataFile(c.tpath) })
-		res.FilesUncommitted = n - len(cands)
-		res.FilesSkipped += res.FilesUncommitted
-	}
-	if len(cands) == 0 {
-		return res, nil
-	}
-
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(t.opts.ReadConcurrency)
-	var done atomic.Int64
-	for _, c := range cands {
-		g.Go(func() error {
-			sc, st, err := InspectParquet(gctx, src, c.info.Key, c.info.Size)
-			if err != nil {
-				return fmt.Errorf("import %s: %w", from, err)
-			}
-			if err := sc.Validate(); err != nil {
-				return fmt.Errorf("import %s: %s: %w", from, src.URL(c.info.Key), err)
-			}
-			c.schema, c.stats = sc, st
-			if o.Progress != nil {
-				o.Progress(int(done.Add(1)), len(cands))
-			}
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
+	if err := t.inspectCandidates(ctx, from, src, cands, o.Progress); err != nil {
 		return res, err
 	}
 
@@ -238,7 +106,7 @@ func (t *Table) Import(ctx context.Context, from string, o ImportOptions) (Impor
 	}
 	add := make([]DataFile, 0, len(cands))
 	for _, c := range cands {
-		if err := CheckCompatible(schema, c.schema, src.URL(c.info.Key)); err != nil {
+		if err := pqio.CheckCompatible(schema, c.schema, src.URL(c.info.Key)); err != nil {
 			return res, fmt.Errorf("import %s: %w", from, err)
 		}
 		add = append(add, DataFile{Path: c.tpath, Partition: c.dir, PartitionValues: c.vals,
@@ -259,6 +127,166 @@ func (t *Table) Import(ctx context.Context, from string, o ImportOptions) (Impor
 	return res, nil
 }
 
+// importCand is a data file that an import may adopt.
+type importCand struct {
+	info   cloud.ObjectInfo
+	tpath  string // its path in the table: relative under the root, else a URL
+	dir    string // its partition folder, relative to the table root
+	vals   map[string]*string
+	schema Schema
+	stats  FileStats
+}
+
+// importCandidates lists the data files under src (the folder from) and
+// returns the table's latest version cur (nil for none yet) and the files
+// the import may adopt into it, with their Hive partition keys, which must
+// be the same on every file and the table's. It counts what it finds and
+// skips in res.
+func (t *Table) importCandidates(ctx context.Context, from string, src cloud.Store, res *ImportResult) (cur *Manifest, cands []*importCand, keys []string, err error) {
+	// Where the files live relative to the table: under its root (a
+	// relative path) or elsewhere (an absolute location).
+	tr, fr := strings.TrimSuffix(t.store.URL(""), "/"), strings.TrimSuffix(src.URL(""), "/")
+	prefix, external := "", false
+	switch {
+	case fr == tr:
+	case strings.HasPrefix(fr, tr+"/"):
+		prefix = fr[len(tr)+1:] + "/"
+	default:
+		external = true
+	}
+
+	var infos []cloud.ObjectInfo
+	err = src.List(ctx, "", func(o cloud.ObjectInfo) error {
+		if isDataFile(o.Key) {
+			infos = append(infos, o)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("import %s: list: %w", from, err)
+	}
+	res.FilesFound = len(infos)
+	if len(infos) == 0 {
+		return nil, nil, nil, fmt.Errorf("import %s: no Parquet files found", from)
+	}
+	cur, err = t.Latest(ctx)
+	if err != nil && !errors.Is(err, ErrTableNotFound) {
+		return nil, nil, nil, err
+	}
+	live := map[string]bool{}
+	if cur != nil {
+		files, err := t.Files(ctx, cur)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		for _, f := range files {
+			live[f.Path] = true
+		}
+	}
+
+	// Partition keys must be the same on every file.
+	for i, o := range infos {
+		dir := path.Dir(o.Key)
+		if dir == "." {
+			dir = ""
+		}
+		ks, vals, err := parseHivePath(dir)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("import %s: %s: %w", from, src.URL(o.Key), err)
+		}
+		if i == 0 {
+			keys = ks
+		} else if !slices.Equal(ks, keys) {
+			return nil, nil, nil, fmt.Errorf("import %s: %s: partition keys %v differ from %v of %s", from, src.URL(o.Key), ks, keys, src.URL(infos[0].Key))
+		}
+		tpath := prefix + o.Key
+		if external {
+			tpath = src.URL(o.Key)
+		}
+		if live[tpath] {
+			res.FilesSkipped++
+			continue
+		}
+		cands = append(cands, &importCand{info: o, tpath: tpath, dir: prefix + dir, vals: vals})
+	}
+	if cur != nil {
+		var names []string
+		for _, f := range cur.Spec.Fields {
+			names = append(names, f.Name)
+		}
+		if !slices.Equal(names, keys) && !(len(names) == 0 && len(keys) == 0) {
+			return nil, nil, nil, fmt.Errorf("import %s: the files are partitioned by %v, the table by %v", from, keys, names)
+		}
+	}
+	cands, err = t.dropKnownFiles(ctx, cur, cands, external, res)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("import %s: %w", from, err)
+	}
+	return cur, cands, keys, nil
+}
+
+// dropKnownFiles removes from cands, which are not live at version cur,
+// the files that are not news: those a former version referenced, and on
+// a table's own folders sluice's own uncommitted writes. It counts them in
+// res.
+func (t *Table) dropKnownFiles(ctx context.Context, cur *Manifest, cands []*importCand, external bool, res *ImportResult) ([]*importCand, error) {
+	if cur != nil && cur.Version > 1 && len(cands) > 0 {
+		// Every file of version 1 is live or was referenced by a later
+		// version too; with one version there is no history to ask.
+		byPart := map[string]map[string]bool{}
+		for _, c := range cands {
+			if byPart[c.dir] == nil {
+				byPart[c.dir] = map[string]bool{}
+			}
+			byPart[c.dir][c.tpath] = true
+		}
+		former, err := t.formerFiles(ctx, byPart)
+		if err != nil {
+			return nil, err
+		}
+		cands = slices.DeleteFunc(cands, func(c *importCand) bool { return former[c.tpath] })
+		res.FilesReplaced = len(former)
+		res.FilesSkipped += len(former)
+	}
+	if cur != nil && !external {
+		// sluice's own writes become part of a table by a commit alone:
+		// one that is in the folder and in no version is a crashed or
+		// running writer's, and adopting it would count its rows when the
+		// writer retries or commits.
+		n := len(cands)
+		cands = slices.DeleteFunc(cands, func(c *importCand) bool { return isOwnDataFile(c.tpath) })
+		res.FilesUncommitted = n - len(cands)
+		res.FilesSkipped += res.FilesUncommitted
+	}
+	return cands, nil
+}
+
+// inspectCandidates reads the footer of every candidate (their schema and
+// statistics), a few at a time, and refuses a file whose column names
+// clash.
+func (t *Table) inspectCandidates(ctx context.Context, from string, src cloud.Store, cands []*importCand, progress func(done, total int)) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(t.opts.ReadConcurrency)
+	var done atomic.Int64
+	for _, c := range cands {
+		g.Go(func() error {
+			sc, st, err := pqio.InspectParquet(gctx, src, c.info.Key, c.info.Size)
+			if err != nil {
+				return fmt.Errorf("import %s: %w", from, err)
+			}
+			if err := sc.Validate(); err != nil {
+				return fmt.Errorf("import %s: %s: %w", from, src.URL(c.info.Key), err)
+			}
+			c.schema, c.stats = sc, st
+			if progress != nil {
+				progress(int(done.Add(1)), len(cands))
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
 // inferTable returns the schema and partition spec of a table created by
 // importing files of schemas (urls name them in errors) under Hive folders
 // of keys: the schemas merged, and one identity field per key.
@@ -266,7 +294,7 @@ func inferTable(schemas []Schema, urls []string, keys []string) (Schema, Partiti
 	schema := schemas[0]
 	for i := 1; i < len(schemas); i++ {
 		var err error
-		if schema, err = MergeSchemas(schema, schemas[i]); err != nil {
+		if schema, err = pqio.MergeSchemas(schema, schemas[i]); err != nil {
 			return Schema{}, PartitionSpec{}, fmt.Errorf("%s: %w", urls[i], err)
 		}
 		// Each file's names were unique regardless of case, but two files
@@ -275,14 +303,14 @@ func inferTable(schemas []Schema, urls []string, keys []string) (Schema, Partiti
 			return Schema{}, PartitionSpec{}, fmt.Errorf("%s: %w", urls[i], err)
 		}
 	}
-	if a, b, ok := caseClash(keys); ok {
-		return Schema{}, PartitionSpec{}, fmt.Errorf("%s: %w", urls[0], clashError("partition key", a, b))
+	if err := pqio.NameClash("partition key", keys); err != nil {
+		return Schema{}, PartitionSpec{}, fmt.Errorf("%s: %w", urls[0], err)
 	}
 	var spec PartitionSpec
 	for _, k := range keys {
 		// Spark reads a partition key as a column: it must not be one
 		// already, in any case.
-		if c, clash := schema.columnFold(k); clash {
+		if c, clash := schema.ColumnFold(k); clash {
 			if c.Name == k {
 				return Schema{}, PartitionSpec{}, fmt.Errorf("partition key %q is also a column inside the files", k)
 			}

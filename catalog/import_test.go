@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/cloud"
+	"github.com/sluice-data/sluice/internal/pqio"
 	"github.com/sluice-data/sluice/internal/testenv"
 )
 
@@ -44,7 +45,7 @@ func importedTable(t *testing.T, loc string) *catalog.Table {
 	for i := 0; i < len(rows); i += 5 {
 		day := rows[i][3].(time.Time).Format("2006-01-02")
 		key := "date=" + day + "/part-" + string(rune('a'+i/5)) + ".parquet"
-		if _, _, err := catalog.WriteParquet(ctx, st, key, eventSchema, rows[i:i+5]); err != nil {
+		if _, _, err := pqio.WriteParquet(ctx, st, key, eventSchema, rows[i:i+5]); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -87,7 +88,7 @@ func compactAll(t *testing.T, tbl *catalog.Table) []catalog.DataFile {
 	for _, day := range slices.Sorted(maps.Keys(byDay)) {
 		part := "date=" + day
 		key := catalog.NewDataFilePath(part)
-		n, stats, err := catalog.WriteParquet(ctx, tbl.Store(), key, m.Schema, byDay[day])
+		n, stats, err := pqio.WriteParquet(ctx, tbl.Store(), key, m.Schema, byDay[day])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -140,7 +141,7 @@ func TestImportAfterCompactionAdoptsNoReplacedFile(t *testing.T) {
 
 			// Spark output that lands later is still news.
 			st := tbl.Store()
-			if _, _, err := catalog.WriteParquet(ctx, st, "date=2024-07-02/part-new.parquet", eventSchema,
+			if _, _, err := pqio.WriteParquet(ctx, st, "date=2024-07-02/part-new.parquet", eventSchema,
 				eventRows(importDay.AddDate(0, 0, 1), 500, 3)); err != nil {
 				t.Fatal(err)
 			}
@@ -238,7 +239,7 @@ func TestImportAfterRollbackOfImportAdoptsNothing(t *testing.T) {
 	tbl := importedTable(t, dir)
 	v1, _ := tbl.Latest(ctx)
 	want := livePaths(t, tbl, v1)
-	if _, _, err := catalog.WriteParquet(ctx, tbl.Store(), "date=2024-07-01/part-late.parquet", eventSchema,
+	if _, _, err := pqio.WriteParquet(ctx, tbl.Store(), "date=2024-07-01/part-late.parquet", eventSchema,
 		eventRows(importDay, 700, 2)); err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +314,7 @@ func TestImportReadsHistoryOnlyOfPartitionsWithNewFiles(t *testing.T) {
 	// version it imported into.
 	importCounting := func(t *testing.T, key string) (reads map[string]int, livePieces map[string]bool, pages int) {
 		t.Helper()
-		if _, _, err := catalog.WriteParquet(ctx, tbl.Store(), key, eventSchema, eventRows(importDay, 900, 1)); err != nil {
+		if _, _, err := pqio.WriteParquet(ctx, tbl.Store(), key, eventSchema, eventRows(importDay, 900, 1)); err != nil {
 			t.Fatal(err)
 		}
 		cur, _ := tbl.Latest(ctx)
@@ -398,7 +399,7 @@ func TestImportAdoptsNoUncommittedFileOfSluice(t *testing.T) {
 	orphan := catalog.NewDataFilePath("date=2024-07-01")
 	spark := "date=2024-07-01/part-00000-late.snappy.parquet"
 	for _, key := range []string{orphan, spark} {
-		if _, _, err := catalog.WriteParquet(ctx, tbl.Store(), key, m.Schema, rows); err != nil {
+		if _, _, err := pqio.WriteParquet(ctx, tbl.Store(), key, m.Schema, rows); err != nil {
 			t.Fatal(err)
 		}
 	}

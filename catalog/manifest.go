@@ -98,7 +98,7 @@ func ParsePartitionSpec(s string, schema Schema) (PartitionSpec, error) {
 	if c.Type.Kind != KindDate && c.Type.Kind != KindTimestamp {
 		return PartitionSpec{}, fmt.Errorf("partition spec %q: column %q is %s, want date or timestamp", s, col, c.Type)
 	}
-	if c, clash := schema.columnFold("date"); clash {
+	if c, clash := schema.ColumnFold("date"); clash {
 		return PartitionSpec{}, fmt.Errorf("partition spec %q: the partition folder key \"date\" clashes with the data column %q (Spark, Hive and most warehouses fold case)", s, c.Name)
 	}
 	return PartitionSpec{Fields: []PartitionField{{Name: "date", Transform: "day", Source: col, Type: Type{Kind: KindDate}}}}, nil

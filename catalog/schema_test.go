@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/cloud"
+	"github.com/sluice-data/sluice/internal/pqio"
 )
 
 // wantClash asserts an error on one line that names every one of names
@@ -97,7 +98,7 @@ func TestImportRefusesNamesDifferingOnlyInCase(t *testing.T) {
 			sc.Columns = append(sc.Columns, col(n))
 			row = append(row, int64(1))
 		}
-		if _, _, err := catalog.WriteParquet(ctx, st, key, sc, [][]any{row}); err != nil {
+		if _, _, err := pqio.WriteParquet(ctx, st, key, sc, [][]any{row}); err != nil {
 			t.Fatal(err)
 		}
 		return key

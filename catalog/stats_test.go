@@ -9,61 +9,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/sluice-data/sluice/cloud"
+	"github.com/sluice-data/sluice/internal/pqio"
 )
-
-func TestTruncatedStringBoundsStillBoundTheValue(t *testing.T) {
-	long := func(prefix string, r rune, n int) string { return prefix + strings.Repeat(string(r), n) }
-	cases := map[string]struct {
-		in           string
-		min, max     string
-		maxUnbounded bool
-	}{
-		"a short string is its own bound": {in: "abc", min: "abc", max: "abc"},
-		"ascii: a prefix, and a prefix with its last byte rounded up": {
-			in: long("", 'a', 100), min: long("", 'a', 64), max: long("", 'a', 63) + "b"},
-		"a cut never splits a character": {
-			in: long("x", 'é', 50), min: long("x", 'é', 31), max: long("x", 'é', 30) + "ê"},
-		"rounding up that lengthens a character rounds up the one before instead": {
-			in: long("", 0x7F, 100), min: long("", 0x7F, 64), max: long("", 0x7F, 62) + "\u0080"},
-		"the last code point is rounded up past it": {
-			in: long("ab", utf8.MaxRune, 30), min: long("ab", utf8.MaxRune, 15), max: "ac"},
-		"surrogates are skipped": {
-			in: long(strings.Repeat("a", 61), 0xD7FF, 10), min: strings.Repeat("a", 61) + "\uD7FF", max: strings.Repeat("a", 61) + "\uE000"},
-		"no prefix can be rounded up": {
-			in: long("", utf8.MaxRune, 30), min: long("", utf8.MaxRune, 16), maxUnbounded: true},
-	}
-	for name, c := range cases {
-		t.Run(name, func(t *testing.T) {
-			lo, _ := truncateMinString(c.in, StatsTruncateBytes)
-			hi, _, ok := truncateMaxString(c.in, StatsTruncateBytes)
-			if lo != c.min {
-				t.Errorf("min %q, want %q", lo, c.min)
-			}
-			if ok == c.maxUnbounded || (ok && hi != c.max) {
-				t.Errorf("max %q (bounded %v), want %q (bounded %v)", hi, ok, c.max, !c.maxUnbounded)
-			}
-			for _, b := range []string{lo, hi} {
-				if len(b) > StatsTruncateBytes || !utf8.ValidString(b) {
-					t.Errorf("bound %q: %d bytes, valid UTF-8 %v", b, len(b), utf8.ValidString(b))
-				}
-			}
-			if lo > c.in || (ok && hi < c.in) {
-				t.Errorf("[%q, %q] does not bound the value", lo, hi)
-			}
-		})
-	}
-	if b, ok := truncateMaxBytes(bytes.Repeat([]byte{0xFF}, 100), 64); ok {
-		t.Errorf("100 0xFF bytes: max %x, want none", b)
-	}
-	if b, ok := truncateMaxBytes(append([]byte{1, 0xFF}, bytes.Repeat([]byte{0xFF}, 100)...), 64); !ok || !bytes.Equal(b, []byte{2}) {
-		t.Errorf("01 FF FF...: max %x, want 02", b)
-	}
-}
 
 // footerLen is the size of a Parquet file's footer.
 func footerLen(t *testing.T, path string) int {
@@ -125,8 +76,8 @@ func TestLongStringsLeaveFooterAndManifestSmall(t *testing.T) {
 	if cs.Min == nil || cs.Max == nil || !cs.MinTruncated || !cs.MaxTruncated {
 		t.Fatalf("stats of s: min %.70q max %.70q truncated %v/%v, want both bounds, truncated", str(cs.Min), str(cs.Max), cs.MinTruncated, cs.MaxTruncated)
 	}
-	if len(*cs.Min) > StatsTruncateBytes || len(*cs.Max) > StatsTruncateBytes {
-		t.Errorf("bounds of %d and %d bytes, want at most %d", len(*cs.Min), len(*cs.Max), StatsTruncateBytes)
+	if len(*cs.Min) > pqio.StatsTruncateBytes || len(*cs.Max) > pqio.StatsTruncateBytes {
+		t.Errorf("bounds of %d and %d bytes, want at most %d", len(*cs.Min), len(*cs.Max), pqio.StatsTruncateBytes)
 	}
 	if *cs.Min > "a"+big || *cs.Max < "y"+big {
 		t.Errorf("[%.10q…, %.10q…] does not bound the values", *cs.Min, *cs.Max)
@@ -144,18 +95,18 @@ func TestLongStringsLeaveFooterAndManifestSmall(t *testing.T) {
 	}
 	for i, ci := range pf.ColumnIndexes() {
 		for k := range ci.MaxValues {
-			if len(ci.MinValues[k]) > StatsTruncateBytes || len(ci.MaxValues[k]) > StatsTruncateBytes {
+			if len(ci.MinValues[k]) > pqio.StatsTruncateBytes || len(ci.MaxValues[k]) > pqio.StatsTruncateBytes {
 				t.Errorf("column %d page %d: page index bounds of %d and %d bytes", i, k, len(ci.MinValues[k]), len(ci.MaxValues[k]))
 			}
 		}
 	}
 	// And the footer's own bounds still bound the values.
 	st := pf.Metadata().RowGroups[0].Columns[1].MetaData.Statistics
-	if string(st.MinValue) > "a"+big || string(st.MaxValue) < "y"+big || len(st.MaxValue) > StatsTruncateBytes {
+	if string(st.MinValue) > "a"+big || string(st.MaxValue) < "y"+big || len(st.MaxValue) > pqio.StatsTruncateBytes {
 		t.Errorf("footer bounds [%.10q…, %.10q…] (%d bytes)", st.MinValue, st.MaxValue, len(st.MaxValue))
 	}
 	// A binary max of 0xFF bytes cannot be rounded up: no bounds.
-	if st := pf.Metadata().RowGroups[0].Columns[2].MetaData.Statistics; st.MaxValue != nil || len(st.MinValue) > StatsTruncateBytes {
+	if st := pf.Metadata().RowGroups[0].Columns[2].MetaData.Statistics; st.MaxValue != nil || len(st.MinValue) > pqio.StatsTruncateBytes {
 		t.Errorf("binary footer bounds of %d and %d bytes, want none", len(st.MinValue), len(st.MaxValue))
 	}
 }

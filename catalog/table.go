@@ -13,7 +13,7 @@ import (
 	"strings"
 	"sync"
 
-	fastjson "github.com/goccy/go-json"
+	gojson "github.com/goccy/go-json"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sluice-data/sluice/cloud"
@@ -272,7 +272,7 @@ func (t *Table) piece(ctx context.Context, key string) (*Piece, error) {
 		return nil, fmt.Errorf("read piece: %w", err)
 	}
 	p = new(Piece)
-	if err := fastjson.Unmarshal(b, p); err != nil {
+	if err := gojson.Unmarshal(b, p); err != nil {
 		return nil, fmt.Errorf("%s: corrupt piece: %w", t.store.URL(key), err)
 	}
 	for i := range p.Files {
@@ -300,7 +300,7 @@ func (t *Table) page(ctx context.Context, key string) (*Page, error) {
 		return nil, fmt.Errorf("read page: %w", err)
 	}
 	p = new(Page)
-	if err := fastjson.Unmarshal(b, p); err != nil {
+	if err := gojson.Unmarshal(b, p); err != nil {
 		return nil, fmt.Errorf("%s: corrupt page: %w", t.store.URL(key), err)
 	}
 	t.pieceMu.Lock()

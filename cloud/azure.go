@@ -83,11 +83,11 @@ func newAzureStore(ctx context.Context, l Location, opts Options) (*azureStore, 
 	} else {
 		cred, cerr := azidentity.NewDefaultAzureCredential(nil)
 		if cerr != nil {
-			return nil, &opError{url: l.String(), op: "open", detail: "azure credentials: " + oneLine(cerr.Error()), kind: ErrPermission, cause: cerr}
+			return nil, &opError{url: l.String(), op: "open", detail: "azure credentials: " + OneLine(cerr.Error(), cloudLineLimit), kind: ErrPermission, cause: cerr}
 		}
 		client, err = azblob.NewClient("https://"+l.Account+".blob.core.windows.net/", cred, co)
 		if err != nil {
-			return nil, &opError{url: l.String(), op: "open", detail: oneLine(err.Error()), cause: err}
+			return nil, &opError{url: l.String(), op: "open", detail: OneLine(err.Error(), cloudLineLimit), cause: err}
 		}
 	}
 	return &azureStore{

@@ -2,7 +2,10 @@ package cloud
 
 import (
 	"errors"
+	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // ErrOutcomeUnknown: a conditional Put may or may not have landed. The
@@ -41,7 +44,7 @@ func (e *opError) Error() string {
 	b.WriteString(e.op)
 	if e.detail != "" {
 		b.WriteString(": ")
-		b.WriteString(oneLine(Redact(e.detail)))
+		b.WriteString(OneLine(Redact(e.detail), cloudLineLimit))
 	}
 	if e.kind != nil {
 		b.WriteString(": ")
@@ -72,15 +75,40 @@ type redactedError struct{ err error }
 func (r redactedError) Error() string { return Redact(r.err.Error()) }
 func (r redactedError) Unwrap() error { return r.err }
 
-// oneLine folds a multi-line message onto one line and caps its length, so
-// a log line stays a log line.
-func oneLine(s string) string {
+// cloudLineLimit caps a store's detail in an error: a response body can be
+// a page of XML.
+const cloudLineLimit = 400
+
+// OneLine folds s onto one line, for an error message or a log line that
+// users grep line by line: runs of white space (newlines among them)
+// become one space, and control characters left after that (a name from
+// the data may hold any) are escaped as Go quotes them, so the line can
+// neither move the cursor nor fake another. When limit > 0 and the line is
+// longer than limit bytes, it is cut at a character boundary at or before
+// limit and ends in "…". This is the one rule for sluice's messages: the
+// stores fold theirs with it, and so do the Parquet reader and the CLI.
+func OneLine(s string, limit int) string {
 	s = strings.Join(strings.Fields(s), " ")
-	const maxLen = 400
-	if len(s) > maxLen {
-		s = s[:maxLen] + "…"
+	if strings.IndexFunc(s, unicode.IsControl) >= 0 {
+		var b strings.Builder
+		for _, r := range s {
+			if unicode.IsControl(r) {
+				q := strconv.QuoteRune(r)
+				b.WriteString(q[1 : len(q)-1])
+				continue
+			}
+			b.WriteRune(r)
+		}
+		s = b.String()
 	}
-	return s
+	if limit <= 0 || len(s) <= limit {
+		return s
+	}
+	cut := limit
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 // checkKey enforces the keys every store accepts (see ErrInvalidKey).

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/cloud"
+	"github.com/sluice-data/sluice/internal/pqio"
 )
 
 // Table is what compaction needs of a table: its newest version and live
@@ -179,7 +180,7 @@ func (o Options) withDefaults() Options {
 	}
 	o.Rewrite.MemoryBudget = o.MemoryBudget / int64(o.Workers)
 	if o.Rewrite.Codecs == nil {
-		o.Rewrite.Codecs = catalog.NewCodecs()
+		o.Rewrite.Codecs = pqio.NewCodecs()
 	}
 	return o
 }
@@ -247,7 +248,7 @@ func (c *compaction) open(ctx context.Context, f catalog.DataFile) (io.ReaderAt,
 	if err != nil {
 		return nil, 0, err
 	}
-	return catalog.NewReaderAt(ctx, st, key, f.Bytes), f.Bytes, nil
+	return pqio.NewReaderAt(ctx, st, key, f.Bytes), f.Bytes, nil
 }
 
 // rewriteBins rewrites the bins o.Workers at a time; each group of

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/compact"
+	"github.com/sluice-data/sluice/internal/pqio"
 	"github.com/sluice-data/sluice/internal/testenv"
 )
 
@@ -110,7 +111,7 @@ func tableRows(t testing.TB, tbl *catalog.Table) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rows, err := catalog.ReadParquetRows(ctx, st, key, f.Bytes, m.Schema)
+		rows, err := pqio.ReadParquetRows(ctx, st, key, f.Bytes, m.Schema)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -167,7 +168,7 @@ func TestCompactionKeepsRowsAndPacksFiles(t *testing.T) {
 			}
 			// Column order and types are the table's, exactly.
 			st, key, _ := tbl.DataFileStore(ctx, files[0])
-			got, _, err := catalog.InspectParquet(ctx, st, key, files[0].Bytes)
+			got, _, err := pqio.InspectParquet(ctx, st, key, files[0].Bytes)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,7 +8,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
 
-	"github.com/sluice-data/sluice/catalog"
+	"github.com/sluice-data/sluice/internal/pqio"
 )
 
 // testHookCorrupt, when set by a test, may change values of table column
@@ -56,7 +56,7 @@ func (rw *rewriter) copyRowGroup(key string, rg parquet.RowGroup, plans []colPla
 			return err
 		}
 		if off != n {
-			return fmt.Errorf("%s: %w: column %q holds %d values for %d rows", key, catalog.ErrCorruptFile, rw.schema.Columns[j].Name, off, n)
+			return fmt.Errorf("%s: %w: column %q holds %d values for %d rows", key, pqio.ErrCorruptFile, rw.schema.Columns[j].Name, off, n)
 		}
 		rw.rgBytes += size + int64(n)*fixedWidth(rw.leaves[j].Type())
 	}
@@ -98,7 +98,7 @@ func (rw *rewriter) copyChunk(key string, j int, pl *colPlan, chunk parquet.Colu
 		var p parquet.Page
 		var perr error
 		if reuse {
-			release := catalog.PrimeZstdPage(raws[i].body, codec.want)
+			release := pqio.PrimeZstdPage(raws[i].body, codec.want)
 			p, perr = pages.ReadPage()
 			release()
 			if perr == nil && p.NumValues() != int64(raws[i].values) {
@@ -112,7 +112,7 @@ func (rw *rewriter) copyChunk(key string, j int, pl *colPlan, chunk parquet.Colu
 			if errors.Is(perr, io.EOF) {
 				return off, size, nil
 			}
-			return off, size, fmt.Errorf("%s: column %q: %w: %v", key, name, catalog.ErrCorruptFile, perr)
+			return off, size, fmt.Errorf("%s: column %q: %w: %v", key, name, pqio.ErrCorruptFile, perr)
 		}
 		m, psize, err := rw.copyPage(key, j, pl, p, off, n, isBytes, colw, salt, null)
 		parquet.Release(p)
@@ -141,11 +141,11 @@ func (rw *rewriter) copyPage(key string, j int, pl *colPlan, p parquet.Page, off
 	name := rw.schema.Columns[j].Name
 	nv := int(p.NumValues())
 	if off+nv > n {
-		return 0, 0, fmt.Errorf("%s: %w: column %q holds more values than the row group's %d rows", key, catalog.ErrCorruptFile, name, n)
+		return 0, 0, fmt.Errorf("%s: %w: column %q holds more values than the row group's %d rows", key, pqio.ErrCorruptFile, name, n)
 	}
 	if pl.pageHash {
 		if _, err := rw.ph.mixPage(&rw.in, j, off, n, p, rw.hashers[j], pl.maxDef, salt, null); err != nil {
-			return 0, 0, fmt.Errorf("%s: column %q: %w: %v", key, name, catalog.ErrCorruptFile, err)
+			return 0, 0, fmt.Errorf("%s: column %q: %w: %v", key, name, pqio.ErrCorruptFile, err)
 		}
 	}
 	if pl.conv == nil {
@@ -167,7 +167,7 @@ func (rw *rewriter) copyPage(key string, j int, pl *colPlan, p parquet.Page, off
 		m, rerr := r.ReadValues(rw.vals)
 		if m > 0 {
 			if off+m > start+nv {
-				return 0, 0, fmt.Errorf("%s: %w: column %q: a page of %d values holds more", key, catalog.ErrCorruptFile, name, nv)
+				return 0, 0, fmt.Errorf("%s: %w: column %q: a page of %d values holds more", key, pqio.ErrCorruptFile, name, nv)
 			}
 			vals := rw.vals[:m]
 			var nulls int64
@@ -180,7 +180,7 @@ func (rw *rewriter) copyPage(key string, j int, pl *colPlan, p parquet.Page, off
 				if v.IsNull() {
 					nulls++
 					if !pl.nullable {
-						return 0, 0, fmt.Errorf("%s: column %q: NULL in row %d of a row group but the table column is not nullable: %w", key, name, off+i, catalog.ErrIncompatibleSchema)
+						return 0, 0, fmt.Errorf("%s: column %q: NULL in row %d of a row group but the table column is not nullable: %w", key, name, off+i, pqio.ErrIncompatibleSchema)
 					}
 					continue // a NULL's levels are 0 in any flat column
 				}
@@ -192,7 +192,7 @@ func (rw *rewriter) copyPage(key string, j int, pl *colPlan, p parquet.Page, off
 					*v = x
 				}
 				if pl.relevel {
-					catalog.SetDefinitionLevel(v, pl.def)
+					pqio.SetDefinitionLevel(v, pl.def)
 				}
 				if isBytes {
 					size += int64(len(v.ByteArray()))
@@ -208,11 +208,11 @@ func (rw *rewriter) copyPage(key string, j int, pl *colPlan, p parquet.Page, off
 			if errors.Is(rerr, io.EOF) {
 				break
 			}
-			return 0, 0, fmt.Errorf("%s: column %q: %w: %v", key, name, catalog.ErrCorruptFile, rerr)
+			return 0, 0, fmt.Errorf("%s: column %q: %w: %v", key, name, pqio.ErrCorruptFile, rerr)
 		}
 	}
 	if off-start != nv {
-		return 0, 0, fmt.Errorf("%s: %w: column %q: a page of %d values holds %d", key, catalog.ErrCorruptFile, name, nv, off-start)
+		return 0, 0, fmt.Errorf("%s: %w: column %q: a page of %d values holds %d", key, pqio.ErrCorruptFile, name, nv, off-start)
 	}
 	return nv, size, nil
 }
@@ -312,7 +312,7 @@ func (rw *rewriter) copyTyped(key string, j int, pl *colPlan, p parquet.Page, of
 		return 0, false, nil
 	}
 	if have != nv-nulls {
-		return 0, true, fmt.Errorf("%s: %w: column %q: a page of %d values and %d NULLs holds %d values", key, catalog.ErrCorruptFile, rw.schema.Columns[j].Name, nv, nulls, have)
+		return 0, true, fmt.Errorf("%s: %w: column %q: a page of %d values and %d NULLs holds %d values", key, pqio.ErrCorruptFile, rw.schema.Columns[j].Name, nv, nulls, have)
 	}
 	k := 0 // the page's non-null values used so far
 	for start := 0; start < nv; start += len(rw.vals) {
@@ -322,13 +322,13 @@ func (rw *rewriter) copyTyped(key string, j int, pl *colPlan, p parquet.Page, of
 			k += len(vals)
 			if pl.nullable {
 				for i := range vals {
-					catalog.SetDefinitionLevel(&vals[i], pl.def)
+					pqio.SetDefinitionLevel(&vals[i], pl.def)
 				}
 			}
 		} else {
 			n, dense, err := spreadValues(vals, defs[start:start+len(vals)], have-k, func(dense []parquet.Value) int64 { return fill(dense, k) }, pl.def)
 			if err != nil {
-				return size, true, fmt.Errorf("%s: %w: column %q: %v", key, catalog.ErrCorruptFile, rw.schema.Columns[j].Name, err)
+				return size, true, fmt.Errorf("%s: %w: column %q: %v", key, pqio.ErrCorruptFile, rw.schema.Columns[j].Name, err)
 			}
 			size += n
 			k += dense
@@ -372,7 +372,7 @@ func spreadValues(vals []parquet.Value, defs []byte, left int, fill func(dense [
 			continue
 		}
 		vals[i] = vals[src]
-		catalog.SetDefinitionLevel(&vals[i], def)
+		pqio.SetDefinitionLevel(&vals[i], def)
 		src--
 	}
 	return size, dense, nil

@@ -20,9 +20,9 @@
 //   - prefetch.go: input files fetched ahead of their decoding, in order,
 //     within the memory budget.
 //   - copy.go: row groups, column chunks and pages copied to the output,
-//     with the fast path that builds values from a page's typed data.
-//   - convert.go: conversions of a compatible input column's values to
-//     the table's type.
+//     with the fast path that builds values from a page's typed data;
+//     a compatible input column's values are converted to the table's
+//     type by internal/pqio's Converter.
 //   - reuse.go: an input page that comes out byte for byte the same keeps
 //     its compressed bytes (reusingCodec).
 //   - output.go: the output file's life: opened in a temporary file, row

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/compact"
+	"github.com/sluice-data/sluice/internal/pqio"
 )
 
 // Compaction writes its own files: their footers and manifest entries keep
@@ -59,7 +60,7 @@ func TestCompactionOfLongStringsVerifiesAndKeepsBoundsShort(t *testing.T) {
 	}
 	cs := files[0].Columns["s"]
 	if cs.Min == nil || cs.Max == nil || !cs.MinTruncated || !cs.MaxTruncated ||
-		len(*cs.Min) > catalog.StatsTruncateBytes || len(*cs.Max) > catalog.StatsTruncateBytes ||
+		len(*cs.Min) > pqio.StatsTruncateBytes || len(*cs.Max) > pqio.StatsTruncateBytes ||
 		*cs.Min > "0"+big || *cs.Max < "2"+big {
 		t.Errorf("stats of s: %d-byte min, %d-byte max, truncated %v/%v", len(str(cs.Min)), len(str(cs.Max)), cs.MinTruncated, cs.MaxTruncated)
 	}

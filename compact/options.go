@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/sluice-data/sluice/catalog"
+	"github.com/sluice-data/sluice/internal/pqio"
 )
 
 // RewriteOptions tune one Rewrite. The zero value of a field means its
@@ -29,9 +30,9 @@ type RewriteOptions struct {
 	// compression ratio. Zero: cut by TargetFileSize.
 	Outputs int
 	// Codecs, when set, are shared by every rewrite of one run, so that
-	// each column's zstd level is learnt once (catalog.Codecs). Nil: each
+	// each column's zstd level is learnt once (pqio.Codecs). Nil: each
 	// rewrite learns its own.
-	Codecs *catalog.Codecs
+	Codecs *pqio.Codecs
 }
 
 // Defaults of RewriteOptions.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/cloud"
+	"github.com/sluice-data/sluice/internal/pqio"
 )
 
 // startRowGroup makes room for an input row group of about compressed
@@ -43,7 +44,7 @@ func (rw *rewriter) startRowGroup(compressed int64) error {
 }
 
 func (rw *rewriter) flushRowGroup() error {
-	if err := catalog.NoPanic(rw.w.Flush); err != nil {
+	if err := pqio.NoPanic(rw.w.Flush); err != nil {
 		return fmt.Errorf("write %s: %w", rw.partition, err)
 	}
 	rw.rgBytes = 0
@@ -78,7 +79,7 @@ func (rw *rewriter) openFile() error {
 	rw.cw = &countingWriter{w: rw.buf}
 	// Version 1 data pages, whose compressed bytes hold the levels and
 	// values as the inputs' do, so that a page may be reused whole.
-	opts := append(catalog.ParquetWriterOptions(), rw.ps, parquet.DataPageVersion(1), parquet.ColumnPageBuffers(rw.pages))
+	opts := append(pqio.ParquetWriterOptions(), rw.ps, parquet.DataPageVersion(1), parquet.ColumnPageBuffers(rw.pages))
 	rw.w = parquet.NewGenericWriter[any](rw.cw, opts...)
 	rw.rgBytes, rw.inBytes, rw.flushedInBytes, rw.fileRows = 0, 0, 0, 0
 	rw.proof.reset()
@@ -108,7 +109,7 @@ func (rw *rewriter) abortFile() {
 	if rw.w != nil {
 		// Gives the row group's page buffers back, which removes their
 		// temporary files; Close did if it ran.
-		_ = catalog.NoPanic(func() error { rw.w.Reset(io.Discard); return nil })
+		_ = pqio.NoPanic(func() error { rw.w.Reset(io.Discard); return nil })
 	}
 	name := rw.tmp.Name()
 	_ = rw.tmp.Close()
@@ -126,13 +127,13 @@ func (rw *rewriter) closeFile() error {
 	if rw.fileRows == 0 {
 		return nil
 	}
-	if err := catalog.NoPanic(rw.w.Close); err != nil {
+	if err := pqio.NoPanic(rw.w.Close); err != nil {
 		return fmt.Errorf("rewrite %s: write: %w", rw.partition, err)
 	}
 	if err := rw.buf.Flush(); err != nil {
 		return fmt.Errorf("rewrite %s: write: %w", rw.partition, err)
 	}
-	size, err := catalog.TruncateFooterStats(rw.tmp, rw.cw.n)
+	size, err := pqio.TruncateFooterStats(rw.tmp, rw.cw.n)
 	if err != nil {
 		return fmt.Errorf("rewrite %s: write: %w", rw.partition, err)
 	}

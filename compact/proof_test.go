@@ -9,6 +9,7 @@ import (
 	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/sluice-data/sluice/catalog"
+	"github.com/sluice-data/sluice/internal/pqio"
 )
 
 // withReadBackHook sets readBackHook for the test.
@@ -22,7 +23,7 @@ func withReadBackHook(t *testing.T, hook func(f *os.File, size int64, proof *reu
 // file) is in f, found through its offset index.
 func provenPageLocation(t *testing.T, f *os.File, size int64, pg reusedPage) format.PageLocation {
 	t.Helper()
-	pf, err := catalog.OpenParquetFileWithIndex("out", f, size)
+	pf, err := pqio.OpenParquetFileWithIndex("out", f, size)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +48,7 @@ func provenPageLocation(t *testing.T, f *os.File, size int64, pg reusedPage) for
 // value by value.
 func proofAgrees(t *testing.T, f *os.File, size int64, proof *reuseProof, schema catalog.Schema) {
 	t.Helper()
-	pf, err := catalog.OpenParquetFileWithIndex("out", f, size)
+	pf, err := pqio.OpenParquetFileWithIndex("out", f, size)
 	if err != nil {
 		t.Fatal(err)
 	}

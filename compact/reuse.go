@@ -14,7 +14,7 @@ import (
 // NULLs encodes to the same bytes whether DuckDB or parquet-go wrote it.
 // (Numbers and times: a text column without a dictionary is written
 // DELTA_LENGTH_BYTE_ARRAY, which zstd compresses faster and smaller than
-// PLAIN; see catalog.ParquetSchemaNoDict.) Such a page, when its input
+// PLAIN; see pqio.ParquetSchemaNoDict.) Such a page, when its input
 // compressed it with zstd, is not compressed again: the rewrite writes its
 // values as a page of their own, and the column's codec, told which bytes
 // to expect, stores the input's compressed bytes when parquet-go hands it

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/cloud"
+	"github.com/sluice-data/sluice/internal/pqio"
 )
 
 // hexPage is n bytes of lowercase hex: ids as text, which zstd compresses
@@ -43,9 +44,9 @@ func zstdDecode(t *testing.T, b []byte) []byte {
 func TestReusingCodecReusesOnlyTheExpectedPage(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	// The codec sluice writes zstd with (cgo, adaptive level).
-	c := &reusingCodec{Codec: catalog.NewCodecs().For("id")}
+	c := &reusingCodec{Codec: pqio.NewCodecs().For("id")}
 	page := hexPage(rng, 64<<10)
-	compressed, err := catalog.NewCodecs().For("id").Encode(nil, page)
+	compressed, err := pqio.NewCodecs().For("id").Encode(nil, page)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +111,7 @@ type v1Row struct {
 func writeV1File(t *testing.T, st cloud.Store, key string, rows [][]any) catalog.DataFile {
 	t.Helper()
 	var buf bytes.Buffer
-	w := parquet.NewGenericWriter[any](&buf, append(catalog.ParquetWriterOptions(), parquet.SchemaOf(v1Row{}), parquet.DataPageVersion(1))...)
+	w := parquet.NewGenericWriter[any](&buf, append(pqio.ParquetWriterOptions(), parquet.SchemaOf(v1Row{}), parquet.DataPageVersion(1))...)
 	for _, r := range rows {
 		row := parquet.Row{parquet.Int64Value(r[0].(int64)).Level(0, 1, 0), parquet.ByteArrayValue([]byte(r[1].(string))).Level(0, 1, 1)}
 		if r[2] == nil {
@@ -128,7 +129,7 @@ func writeV1File(t *testing.T, st cloud.Store, key string, rows [][]any) catalog
 	if _, err := st.Put(context.Background(), key, bytes.NewReader(buf.Bytes()), int64(buf.Len()), cloud.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	_, stats, err := catalog.InspectParquet(context.Background(), st, key, int64(buf.Len()))
+	_, stats, err := pqio.InspectParquet(context.Background(), st, key, int64(buf.Len()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +159,7 @@ func TestRewriteReusesPlainPages(t *testing.T) {
 		t.Fatalf("%d pages reused, want between %d and %d", res.PagesReused, files/2, 2*files)
 	}
 	for _, out := range res.Outputs {
-		pf, err := catalog.OpenParquetFile(out.Path, catalog.NewReaderAt(ctx, st, out.Path, out.Bytes), out.Bytes)
+		pf, err := pqio.OpenParquetFile(out.Path, pqio.NewReaderAt(ctx, st, out.Path, out.Bytes), out.Bytes)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -206,7 +207,7 @@ func TestFailedRewriteLeavesNoTemporaryFiles(t *testing.T) {
 	schema, inputs := reusableInputs(t, st, 12)
 	bad := writeFile(t, st, "bad.parquet", "", parseSchema(t, "id:string?,name:string?,amount:float64?"), [][]any{{"x", "y", 1.5}})
 	_, err := Rewrite(context.Background(), storeOpener(st), st, schema, "", append(inputs, bad), RewriteOptions{})
-	if !errors.Is(err, catalog.ErrIncompatibleSchema) {
+	if !errors.Is(err, pqio.ErrIncompatibleSchema) {
 		t.Fatalf("err = %v, want ErrIncompatibleSchema", err)
 	}
 	noTempFiles(t)

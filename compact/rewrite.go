@@ -14,11 +14,12 @@ import (
 
 	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/cloud"
+	"github.com/sluice-data/sluice/internal/pqio"
 )
 
 // Opener opens one input data file for ranged reads and returns its size.
 // The orchestrator passes one built on the table's data file store and
-// catalog.NewReaderAt.
+// pqio.NewReaderAt.
 type Opener func(ctx context.Context, f catalog.DataFile) (io.ReaderAt, int64, error)
 
 // RewriteResult is what a Rewrite wrote.
@@ -41,11 +42,11 @@ type RewriteResult struct {
 // they pay, statistics, row groups of about o.RowGroupBytes uncompressed.
 // Memory is bounded by o.MemoryBudget, not by the partition's size.
 //
-// Inputs whose schema differs but converts (catalog.CheckCompatible: a
+// Inputs whose schema differs but converts (pqio.CheckCompatible: a
 // nullable column added later, int32 → int64, decimal widening, INT96 and
 // millisecond timestamps) are converted to the table's types; an
 // incompatible input fails with an error wrapping
-// catalog.ErrIncompatibleSchema that names the file and the column.
+// pqio.ErrIncompatibleSchema that names the file and the column.
 //
 // Before it returns, Rewrite reads its outputs back and verifies them
 // against the inputs: rows, null counts per column and an order-independent
@@ -112,7 +113,7 @@ func Rewrite(ctx context.Context, open Opener, out cloud.Store, schema catalog.S
 // dictionary (DELTA_LENGTH_BYTE_ARRAY) where noDict says so, every column
 // compressed by its reusingCodec.
 func (rw *rewriter) parquetSchema(noDict []bool) (*parquet.Schema, error) {
-	return catalog.ParquetSchemaNoDict(rw.schema, noDict, func(name string) compress.Codec { return rw.codecs[name] })
+	return pqio.ParquetSchemaNoDict(rw.schema, noDict, func(name string) compress.Codec { return rw.codecs[name] })
 }
 
 // rewriter is the state of one Rewrite.
@@ -180,15 +181,15 @@ type colPlan struct {
 // copyFile decodes one input file into the output, a row group at a time.
 func (rw *rewriter) copyFile(p *prefetched) error {
 	key := p.f.Path
-	f, err := catalog.OpenParquetFile(key, p.r, p.size)
+	f, err := pqio.OpenParquetFile(key, p.r, p.size)
 	if err != nil {
 		return err
 	}
-	fileSchema, cols, _, err := catalog.DescribeParquetFile(key, f)
+	fileSchema, cols, _, err := pqio.DescribeParquetFile(key, f)
 	if err != nil {
 		return err
 	}
-	if err := catalog.CheckCompatible(rw.schema, fileSchema, key); err != nil {
+	if err := pqio.CheckCompatible(rw.schema, fileSchema, key); err != nil {
 		return err
 	}
 	leafCols := map[int]*parquet.Column{}
@@ -204,7 +205,7 @@ func (rw *rewriter) copyFile(p *prefetched) error {
 				continue
 			}
 			pl.leaf = c.Leaf
-			conv, err := converter(c, tc, rw.leaves[j].Type())
+			conv, err := pqio.Converter(c, tc, rw.leaves[j].Type())
 			if err != nil {
 				return fmt.Errorf("%s: column %q: %w", key, tc.Name, err)
 			}
@@ -275,7 +276,7 @@ func (rw *rewriter) copyFile(p *prefetched) error {
 		if g < len(md.RowGroups) {
 			metas = md.RowGroups[g].Columns
 		}
-		if err := catalog.NoPanic(func() error { return rw.copyRowGroup(key, rg, plans, p.data, metas) }); err != nil {
+		if err := pqio.NoPanic(func() error { return rw.copyRowGroup(key, rg, plans, p.data, metas) }); err != nil {
 			return err
 		}
 		rw.inBytes += compressed

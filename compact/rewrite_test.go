@@ -15,13 +15,14 @@ import (
 
 	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/cloud"
+	"github.com/sluice-data/sluice/internal/pqio"
 )
 
-// storeOpener opens data files of st with catalog.NewReaderAt, as the
+// storeOpener opens data files of st with pqio.NewReaderAt, as the
 // orchestrator does.
 func storeOpener(st cloud.Store) Opener {
 	return func(ctx context.Context, f catalog.DataFile) (io.ReaderAt, int64, error) {
-		return catalog.NewReaderAt(ctx, st, f.Path, f.Bytes), f.Bytes, nil
+		return pqio.NewReaderAt(ctx, st, f.Path, f.Bytes), f.Bytes, nil
 	}
 }
 
@@ -38,7 +39,7 @@ func parseSchema(t testing.TB, s string) catalog.Schema {
 // file of partition.
 func writeFile(t testing.TB, st cloud.Store, key, partition string, schema catalog.Schema, rows [][]any) catalog.DataFile {
 	t.Helper()
-	n, stats, err := catalog.WriteParquet(context.Background(), st, key, schema, rows)
+	n, stats, err := pqio.WriteParquet(context.Background(), st, key, schema, rows)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func readRows(t testing.TB, st cloud.Store, schema catalog.Schema, files []catal
 	t.Helper()
 	var out []string
 	for _, f := range files {
-		rows, err := catalog.ReadParquetRows(context.Background(), st, f.Path, f.Bytes, schema)
+		rows, err := pqio.ReadParquetRows(context.Background(), st, f.Path, f.Bytes, schema)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,7 +63,7 @@ func readRows(t testing.TB, st cloud.Store, schema catalog.Schema, files []catal
 				if v == nil {
 					parts[i] = "NULL"
 				} else {
-					parts[i] = catalog.FormatValue(schema.Columns[i].Type, v)
+					parts[i] = pqio.FormatValue(schema.Columns[i].Type, v)
 				}
 			}
 			out = append(out, strings.Join(parts, "|"))
@@ -154,7 +155,7 @@ func TestRewriteManySmallFiles(t *testing.T) {
 		out.PartitionValues["date"] == nil || *out.PartitionValues["date"] != "2024-01-31" || out.Rows != 30000 {
 		t.Fatalf("output %+v", out)
 	}
-	got, _, err := catalog.InspectParquet(ctx, st, out.Path, out.Bytes)
+	got, _, err := pqio.InspectParquet(ctx, st, out.Path, out.Bytes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +312,7 @@ func TestRewriteConvertsCompatibleSchemas(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("rows\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	sc, _, err := catalog.InspectParquet(ctx, st, res.Outputs[0].Path, res.Outputs[0].Bytes)
+	sc, _, err := pqio.InspectParquet(ctx, st, res.Outputs[0].Path, res.Outputs[0].Bytes)
 	if err != nil || sc.String() != table.String() {
 		t.Fatalf("output schema %s (%v), want %s", sc, err, table)
 	}
@@ -338,7 +339,7 @@ func TestRewriteRefusesIncompatibleInput(t *testing.T) {
 	before := listKeys(t, st)
 	// A small target closes an output file before the bad input is reached.
 	_, err = Rewrite(ctx, storeOpener(st), st, table, "", inputs, RewriteOptions{TargetFileSize: 1})
-	if !errors.Is(err, catalog.ErrIncompatibleSchema) || !strings.Contains(err.Error(), "in/bad.parquet") || !strings.Contains(err.Error(), `"at"`) {
+	if !errors.Is(err, pqio.ErrIncompatibleSchema) || !strings.Contains(err.Error(), "in/bad.parquet") || !strings.Contains(err.Error(), `"at"`) {
 		t.Fatalf("err = %v; want ErrIncompatibleSchema naming in/bad.parquet and column at", err)
 	}
 	if after := listKeys(t, st); !slices.Equal(before, after) {
@@ -408,7 +409,7 @@ func TestRewriteSparkFixtures(t *testing.T) {
 			inputs := files(tc.name)
 			res, err := Rewrite(ctx, storeOpener(src), out, schema, "", inputs, RewriteOptions{})
 			if tc.wantErr != "" {
-				if !errors.Is(err, catalog.ErrIncompatibleSchema) || !strings.Contains(err.Error(), tc.wantErr) {
+				if !errors.Is(err, pqio.ErrIncompatibleSchema) || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want ErrIncompatibleSchema naming %s", err, tc.wantErr)
 				}
 				if keys := listKeys(t, out); len(keys) != 0 {
@@ -425,7 +426,7 @@ func TestRewriteSparkFixtures(t *testing.T) {
 			if a, b := readRows(t, src, schema, inputs), readRows(t, out, schema, res.Outputs); !slices.Equal(a, b) || len(a) == 0 {
 				t.Fatalf("rows differ:\n%v\n%v", a, b)
 			}
-			sc, _, err := catalog.InspectParquet(ctx, out, res.Outputs[0].Path, res.Outputs[0].Bytes)
+			sc, _, err := pqio.InspectParquet(ctx, out, res.Outputs[0].Path, res.Outputs[0].Bytes)
 			if err != nil || sc.String() != schema.String() {
 				t.Fatalf("output schema %s (%v), want %s", sc, err, schema)
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/parquet-go/parquet-go/encoding"
 
 	"github.com/sluice-data/sluice/catalog"
+	"github.com/sluice-data/sluice/internal/pqio"
 )
 
 // ErrVerify: the rows a rewrite wrote do not match the rows it read (row
@@ -27,15 +28,15 @@ var readBackHook func(f *os.File, size int64, proof *reuseProof)
 // readBack reads an output file as written and adds its rows to the
 // outputs' side of the verification; it returns the file's footer stats.
 func (rw *rewriter) readBack(key string, r io.ReaderAt, size int64) (catalog.FileStats, error) {
-	open := catalog.OpenParquetFile
+	open := pqio.OpenParquetFile
 	if rw.proof.proves() {
-		open = catalog.OpenParquetFileWithIndex // to seek past proven pages
+		open = pqio.OpenParquetFileWithIndex // to seek past proven pages
 	}
 	f, err := open(key, r, size)
 	if err != nil {
 		return catalog.FileStats{}, fmt.Errorf("rewrite: reading back %s: %w", key, err)
 	}
-	fileSchema, _, stats, err := catalog.DescribeParquetFile(key, f)
+	fileSchema, _, stats, err := pqio.DescribeParquetFile(key, f)
 	if err != nil {
 		return catalog.FileStats{}, fmt.Errorf("rewrite: reading back %s: %w", key, err)
 	}
@@ -97,7 +98,7 @@ func fileChecksum(ctx context.Context, f *parquet.File, hashers []valueHasher, p
 	vals := make([]parquet.Value, 4096)
 	cols := f.Root().Columns()
 	fp := proof.forFile(f, len(hashers), r)
-	err = catalog.NoPanic(func() error {
+	err = pqio.NoPanic(func() error {
 		var start int64 // the row group's first row in the file
 		for g, rg := range f.RowGroups() {
 			if err := ctx.Err(); err != nil {

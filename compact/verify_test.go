@@ -14,16 +14,17 @@ import (
 
 	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/cloud"
+	"github.com/sluice-data/sluice/internal/pqio"
 )
 
 // fileSum is the checksum of a Parquet file written with the table schema.
 func fileSum(t *testing.T, st cloud.Store, schema catalog.Schema, f catalog.DataFile) uint64 {
 	t.Helper()
-	ps, err := catalog.ParquetSchema(schema)
+	ps, err := pqio.ParquetSchema(schema)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pf, err := catalog.OpenParquetFile(f.Path, catalog.NewReaderAt(context.Background(), st, f.Path, f.Bytes), f.Bytes)
+	pf, err := pqio.OpenParquetFile(f.Path, pqio.NewReaderAt(context.Background(), st, f.Path, f.Bytes), f.Bytes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,12 +119,12 @@ func TestPageChecksumMatchesValues(t *testing.T) {
 		rows[i] = append(rows[i], wide, kind, u)
 	}
 	f := writeFile(t, st, "all.parquet", "", schema, rows)
-	ps, err := catalog.ParquetSchema(schema)
+	ps, err := pqio.ParquetSchema(schema)
 	if err != nil {
 		t.Fatal(err)
 	}
 	hashers := tableHashers(ps, schema)
-	pf, err := catalog.OpenParquetFile(f.Path, catalog.NewReaderAt(ctx, st, f.Path, f.Bytes), f.Bytes)
+	pf, err := pqio.OpenParquetFile(f.Path, pqio.NewReaderAt(ctx, st, f.Path, f.Bytes), f.Bytes)
 	if err != nil {
 		t.Fatal(err)
 	}

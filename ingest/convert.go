@@ -16,6 +16,7 @@ import (
 	"github.com/valyala/fastjson/fastfloat"
 
 	"github.com/sluice-data/sluice/catalog"
+	"github.com/sluice-data/sluice/internal/pqio"
 )
 
 // recordError is why one record is quarantined. Its text is the reason
@@ -257,7 +258,7 @@ func (c *converter) fromText(s string) (any, error) {
 		}
 		return b, nil
 	}
-	v, err := catalog.ParseValue(col.Type, s)
+	v, err := pqio.ParseValue(col.Type, s)
 	if err != nil {
 		return nil, badValue(col, "%s", strings.TrimPrefix(err.Error(), "parse "+col.Type.String()+" "))
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/cloud"
+	"github.com/sluice-data/sluice/internal/pqio"
 )
 
 func (d *decoder) decodeParquet(ctx context.Context, st cloud.Store, key string, size int64, emit emitFunc) error {
@@ -20,7 +21,7 @@ func (d *decoder) decodeParquet(ctx context.Context, st cloud.Store, key string,
 		scan, extra = d.parquetExtras(file)
 		return scan
 	}
-	return catalog.ScanParquetAs(ctx, st, key, size, scanAs, func(row []any) error {
+	return pqio.ScanParquetAs(ctx, st, key, size, scanAs, func(row []any) error {
 		n++
 		var bad error
 		if d.extra >= 0 {
@@ -52,7 +53,7 @@ func (d *decoder) renderRow(dst []byte, row []any) []byte {
 			m[c.Name] = nil
 			continue
 		}
-		m[c.Name] = catalog.FormatValue(c.Type, row[i])
+		m[c.Name] = pqio.FormatValue(c.Type, row[i])
 	}
 	b, _ := json.Marshal(m)
 	return append(dst, b...)

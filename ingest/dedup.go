@@ -54,6 +54,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sluice-data/sluice/catalog"
+	"github.com/sluice-data/sluice/internal/pqio"
 )
 
 // dedupReadConcurrency bounds the data files whose key column is read at
@@ -244,7 +245,7 @@ func (k *dedupKeys) load(ctx context.Context) error {
 			}
 			var hs []key128
 			var buf []byte
-			err = catalog.ScanParquetColumn(gctx, st, key, f.Bytes, k.col, func(v any) error {
+			err = pqio.ScanParquetColumn(gctx, st, key, f.Bytes, k.col, func(v any) error {
 				if v != nil {
 					var h key128
 					h, buf = k.hash(buf, v)

@@ -8,6 +8,7 @@ import (
 	"github.com/valyala/fastjson"
 
 	"github.com/sluice-data/sluice/catalog"
+	"github.com/sluice-data/sluice/internal/pqio"
 )
 
 // ExtraColumn is the name of the column in which a table asks to keep the
@@ -174,7 +175,7 @@ func (d *decoder) parquetExtras(file catalog.Schema) (catalog.Schema, []parquetE
 
 // fromColumns returns the _extra value of a Parquet row: its non-NULL
 // values of unknown columns, numbers and booleans as JSON's, the others
-// as their canonical texts (see catalog.FormatValue).
+// as their canonical texts (see pqio.FormatValue).
 func (e *extras) fromColumns(extra []parquetExtra, row []any) any {
 	e.buf = e.buf[:0]
 	for _, x := range extra {
@@ -183,7 +184,7 @@ func (e *extras) fromColumns(extra []parquetExtra, row []any) any {
 			continue
 		}
 		e.buf = e.field(e.buf, []byte(x.col.Name))
-		text := catalog.FormatValue(x.col.Type, v)
+		text := pqio.FormatValue(x.col.Type, v)
 		switch f, isFloat := v.(float64); {
 		case isFloat && (math.IsNaN(f) || math.IsInf(f, 0)):
 			e.buf = appendJSONString(e.buf, []byte(text))

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/cloud"
+	"github.com/sluice-data/sluice/internal/pqio"
 )
 
 // Sentinel errors of a run; test with errors.Is.
@@ -169,7 +170,7 @@ func Run(ctx context.Context, t *catalog.Table, source string, o Options) (Resul
 
 	target := o.targetFileSize(m)
 
-	codecs, qCodecs := catalog.NewCodecs(), catalog.NewCodecs()
+	codecs, qCodecs := pqio.NewCodecs(), pqio.NewCodecs()
 	rd, err := readPasses(ctx, log, todo, func() *reading {
 		return &reading{o: o, src: src, srcURL: loc.String(), qcp: qcp, now: time.Now().UTC().Truncate(time.Microsecond),
 			main: newSink(t, m, o.MemoryBudget*3/4, target, codecs),

@@ -16,6 +16,7 @@ import (
 	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/cloud"
 	"github.com/sluice-data/sluice/ingest"
+	"github.com/sluice-data/sluice/internal/pqio"
 	"github.com/sluice-data/sluice/internal/testenv"
 )
 
@@ -65,7 +66,7 @@ func rows(t *testing.T, tb *catalog.Table) [][]any {
 	}
 	var out [][]any
 	for _, f := range files {
-		rs, err := catalog.ReadParquetRows(ctx, tb.Store(), f.Path, f.Bytes, m.Schema)
+		rs, err := pqio.ReadParquetRows(ctx, tb.Store(), f.Path, f.Bytes, m.Schema)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,7 +154,7 @@ func putParquet(t *testing.T, dir, name, schema string, rows [][]any) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := catalog.WriteParquet(ctx, st, name, s, rows); err != nil {
+	if _, _, err := pqio.WriteParquet(ctx, st, name, s, rows); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -321,7 +322,7 @@ func TestIngestCompressedAndCSVAndParquetLandingFiles(t *testing.T) {
 	defer st.Close()
 	s, _ := catalog.ParseSchema("event_id:string,list_id:int32,tally:int32,event_time:timestamp")
 	ts := time.Date(2024, 1, 31, 1, 2, 3, 0, time.UTC)
-	if _, _, err := catalog.WriteParquet(ctx, st, "d.parquet", s, [][]any{
+	if _, _, err := pqio.WriteParquet(ctx, st, "d.parquet", s, [][]any{
 		{"6f1c3b9e-2a4d-4b8e-9c1f-000000000011", int32(11), int32(1), ts},
 		{"not-a-uuid", int32(12), int32(1), ts},
 	}); err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/cloud"
+	"github.com/sluice-data/sluice/internal/pqio"
 )
 
 // ErrKafkaGap: a partition's checkpointed offset is below its log start
@@ -181,7 +182,7 @@ func runKafka(ctx context.Context, t *catalog.Table, source string, o Options) (
 		wake: make(chan struct{}, 1), res: &res, progressAt: start,
 		pending: map[int32]bool{}, parts: map[int32]*kafkaPart{}, paused: map[int32]bool{},
 		tableParts: map[string]bool{}, covered: map[int32]bool{},
-		codecs: catalog.NewCodecs(), qCodecs: catalog.NewCodecs(), dedup: dd.forRecords()}
+		codecs: pqio.NewCodecs(), qCodecs: pqio.NewCodecs(), dedup: dd.forRecords()}
 	kr.newSinks()
 
 	opts := []kgo.Opt{kgo.SeedBrokers(ks.brokers...),
@@ -292,7 +293,7 @@ type kafkaRun struct {
 	main, quar *sink
 	// codecs and qCodecs outlive the sinks, renewed after each commit:
 	// each column's compression level is learnt once per run.
-	codecs, qCodecs *catalog.Codecs
+	codecs, qCodecs *pqio.Codecs
 	dedup           *dedup // nil without a dedup key
 	full            bool   // MaxRecords were read
 

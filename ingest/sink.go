@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sluice-data/sluice/catalog"
+	"github.com/sluice-data/sluice/internal/pqio"
 )
 
 // errRestart: a landing file failed after some of its rows had already
@@ -78,8 +79,8 @@ type batch struct {
 type sinkWriter struct {
 	t      *catalog.Table
 	schema catalog.Schema
-	codecs *catalog.Codecs // shared by the run's files
-	budget int64           // for row groups held by open writers, half the sink's
+	codecs *pqio.Codecs // shared by the run's files
+	budget int64        // for row groups held by open writers, half the sink's
 	target int64
 
 	parts map[string]*partition
@@ -99,13 +100,13 @@ type sinkWriter struct {
 
 type partition struct {
 	vals map[string]*string
-	w    *catalog.ParquetWriter
+	w    *pqio.ParquetWriter
 	wIn  int64 // input bytes of rows written to w
 }
 
 // newSink returns a sink of table t (whose manifest is m). Its files
 // compress with codecs, shared by the run's sinks of the same table.
-func newSink(t *catalog.Table, m *catalog.Manifest, budget, target int64, codecs *catalog.Codecs) *sink {
+func newSink(t *catalog.Table, m *catalog.Manifest, budget, target int64, codecs *pqio.Codecs) *sink {
 	return &sink{router: catalog.NewPartitioner(m.Schema, m.Spec), budget: budget / 2, parts: map[string]*buffered{}, hint: map[string]int{},
 		w: &sinkWriter{t: t, schema: m.Schema, codecs: codecs, budget: budget / 2, target: target, parts: map[string]*partition{},
 			batches: make(chan batch, 1), done: make(chan struct{})}}
@@ -312,7 +313,7 @@ func (w *sinkWriter) write(ctx context.Context, b batch) error {
 		}
 		if len(bp.rows) > 0 {
 			if pt.w == nil {
-				pw, err := catalog.NewParquetWriter(w.schema, w.codecs)
+				pw, err := pqio.NewParquetWriter(w.schema, w.codecs)
 				if err != nil {
 					return err
 				}

@@ -37,6 +37,6 @@
 // partitioned by the day of the time column, or a late event of a key the
 // output does not hold yet mean a full recompute, which Result says.
 //
-// rollup imports only catalog and cloud of this module; it never imports
+// rollup imports catalog, cloud and internal/pqio of this module; it never imports
 // ingest, compact or warehouse.
 package rollup

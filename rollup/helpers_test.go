@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/cloud"
+	"github.com/sluice-data/sluice/internal/pqio"
 	"github.com/sluice-data/sluice/rollup"
 )
 
@@ -146,7 +147,7 @@ func writeSnapshot(t *testing.T, path, schema string, rows [][]any) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if _, _, err := catalog.WriteParquet(context.Background(), st, filepath.Base(path), s, rows); err != nil {
+	if _, _, err := pqio.WriteParquet(context.Background(), st, filepath.Base(path), s, rows); err != nil {
 		t.Fatal(err)
 	}
 }

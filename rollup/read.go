@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/cloud"
+	"github.com/sluice-data/sluice/internal/pqio"
 )
 
 // colData is one column of one row group, decoded into a typed slice: no
@@ -44,7 +45,7 @@ func integer(k catalog.Kind) bool { return k == catalog.KindInt32 || k == catalo
 
 // readChunk appends every value of one column chunk to d, converted by
 // the column's physical type once per batch of values.
-func readChunk(c parquet.ColumnChunk, pc catalog.ParquetColumn, d *colData, buf []parquet.Value) error {
+func readChunk(c parquet.ColumnChunk, pc pqio.ParquetColumn, d *colData, buf []parquet.Value) error {
 	r := parquet.NewColumnChunkValueReader(c)
 	defer r.Close()
 	k := pc.Type.Kind
@@ -59,7 +60,7 @@ func readChunk(c parquet.ColumnChunk, pc catalog.ParquetColumn, d *colData, buf 
 			for _, v := range vals {
 				if !v.IsNull() {
 					if k == catalog.KindUUID && pc.Kind == parquet.FixedLenByteArray {
-						d.bytes = append(d.bytes, catalog.FormatUUID(v.ByteArray())...)
+						d.bytes = append(d.bytes, formatUUID(v.ByteArray())...)
 					} else {
 						d.bytes = append(d.bytes, v.ByteArray()...)
 					}
@@ -74,7 +75,7 @@ func readChunk(c parquet.ColumnChunk, pc catalog.ParquetColumn, d *colData, buf 
 			for _, v := range vals {
 				x := int64(0)
 				if !v.IsNull() {
-					x = catalog.Int96Micros(v.Int96())
+					x = int96Micros(v.Int96())
 				}
 				d.ints = append(d.ints, x)
 			}
@@ -86,7 +87,7 @@ func readChunk(c parquet.ColumnChunk, pc catalog.ParquetColumn, d *colData, buf 
 				case 1e3:
 					x *= 1000
 				case 1e9:
-					x = catalog.FloorDiv(x, 1000)
+					x = floorDiv(x, 1000)
 				}
 				d.ints = append(d.ints, x)
 			}
@@ -128,11 +129,11 @@ func boolInt(b bool) int {
 //
 // check, when not nil, is given the file's schema before any data is read.
 func scanFile(ctx context.Context, st cloud.Store, key string, size int64, want []catalog.Column, check func(catalog.Schema) error, fn func(cols []*colData, rows int) error) error {
-	f, err := catalog.OpenParquetFile(key, catalog.NewReaderAt(ctx, st, key, size), size)
+	f, err := pqio.OpenParquetFile(key, pqio.NewReaderAt(ctx, st, key, size), size)
 	if err != nil {
 		return err
 	}
-	schema, pcs, _, err := catalog.DescribeParquetFile(key, f)
+	schema, pcs, _, err := pqio.DescribeParquetFile(key, f)
 	if err != nil {
 		return err
 	}
@@ -150,7 +151,7 @@ func scanFile(ctx context.Context, st cloud.Store, key string, size int64, want 
 			}
 		}
 		if j := idx[i]; j >= 0 && pcs[j].Type.Kind != w.Type.Kind && !(w.Type.Kind == catalog.KindInt64 && pcs[j].Type.Kind == catalog.KindInt32) {
-			return fmt.Errorf("%s: %w: column %q: the file has %s, the table %s", key, catalog.ErrIncompatibleSchema, w.Name, pcs[j].Type, w.Type)
+			return fmt.Errorf("%s: %w: column %q: the file has %s, the table %s", key, pqio.ErrIncompatibleSchema, w.Name, pcs[j].Type, w.Type)
 		}
 	}
 	cols := make([]*colData, len(want))
@@ -159,7 +160,7 @@ func scanFile(ctx context.Context, st cloud.Store, key string, size int64, want 
 	}
 	buf := make([]parquet.Value, 4096)
 	var fnErr error
-	err = catalog.NoPanic(func() error {
+	err = pqio.NoPanic(func() error {
 		for g, rg := range f.RowGroups() {
 			if err := ctx.Err(); err != nil {
 				return err
@@ -209,7 +210,7 @@ const microsPerDay = 86400 * 1e6
 
 func (z *dayer) day(us int64) int64 {
 	if z.loc == time.UTC {
-		return catalog.FloorDiv(us, microsPerDay)
+		return floorDiv(us, microsPerDay)
 	}
 	if us < z.lo || us >= z.hi {
 		t := time.UnixMicro(us).In(z.loc)
@@ -224,7 +225,7 @@ func (z *dayer) day(us int64) int64 {
 			z.hi = end.UnixMicro()
 		}
 	}
-	return catalog.FloorDiv(us+z.off, microsPerDay)
+	return floorDiv(us+z.off, microsPerDay)
 }
 
 const (
@@ -241,5 +242,5 @@ func dayString(d int64) string { return dayTime(d).Format(time.DateOnly) }
 // dayOfDate is the day number of t's date, whatever its zone.
 func dayOfDate(t time.Time) int64 {
 	y, m, dd := t.Date()
-	return catalog.FloorDiv(time.Date(y, m, dd, 0, 0, 0, 0, time.UTC).Unix(), 86400)
+	return floorDiv(time.Date(y, m, dd, 0, 0, 0, 0, time.UTC).Unix(), 86400)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/cloud"
+	"github.com/sluice-data/sluice/internal/pqio"
 )
 
 // Result says what a run did. The event counts are of the events this run
@@ -260,7 +261,7 @@ func (r *run) lastEventDay(ctx context.Context) (int64, bool, error) {
 			continue
 		}
 		if ok && cs.Max != nil && !cs.MaxTruncated {
-			v, err := catalog.ParseValue(r.j.timeCol.Type, *cs.Max)
+			v, err := pqio.ParseValue(r.j.timeCol.Type, *cs.Max)
 			if t, isTime := v.(time.Time); err == nil && isTime {
 				d := dayOfDate(t)
 				if r.j.timeCol.Type.Kind == catalog.KindTimestamp {

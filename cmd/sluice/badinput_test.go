@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/cloud"
+	"github.com/sluice-data/sluice/internal/pqio"
 	"github.com/sluice-data/sluice/internal/testenv"
 )
 
@@ -45,7 +46,7 @@ func TestBadInputFailsCleanly(t *testing.T) {
 				sc, _ := catalog.ParseSchema("event_id:uuid,list_id:int64,subscriber_id:uuid,tally:int32,event_time:date")
 				day := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 				row := []any{"00000000-0000-4000-8000-000000000001", int64(1), "00000000-0000-4000-8000-000000000002", int32(1), day}
-				if _, _, err := catalog.WriteParquet(ctx, st, filepath.Base(path), sc, [][]any{row}); err != nil {
+				if _, _, err := pqio.WriteParquet(ctx, st, filepath.Base(path), sc, [][]any{row}); err != nil {
 					t.Fatal(err)
 				}
 			},

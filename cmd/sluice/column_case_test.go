@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/cloud"
+	"github.com/sluice-data/sluice/internal/pqio"
 )
 
 // Regression (issue 13, item 7): column names differing only in case were
@@ -50,7 +51,7 @@ func TestColumnsDifferingOnlyInCaseAreRefused(t *testing.T) {
 		sc := catalog.Schema{Columns: []catalog.Column{
 			{Name: "a", Type: catalog.Type{Kind: catalog.KindInt64}},
 			{Name: "A", Type: catalog.Type{Kind: catalog.KindString}}}}
-		if _, _, err := catalog.WriteParquet(ctx, st, "date=2024-05-01/part-0.parquet", sc, [][]any{{int64(1), "x"}}); err != nil {
+		if _, _, err := pqio.WriteParquet(ctx, st, "date=2024-05-01/part-0.parquet", sc, [][]any{{int64(1), "x"}}); err != nil {
 			t.Fatal(err)
 		}
 		r := sluice(t, nil, "import", dir, "--from", dir)

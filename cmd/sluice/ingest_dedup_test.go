@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/cloud"
+	"github.com/sluice-data/sluice/internal/pqio"
 )
 
 func TestIngestCommandDedupKey(t *testing.T) {
@@ -72,7 +73,7 @@ func TestIngestCommandExtraColumn(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rs, err := catalog.ReadParquetRows(ctx, st, filepath.Base(f), fi.Size(), schema)
+		rs, err := pqio.ReadParquetRows(ctx, st, filepath.Base(f), fi.Size(), schema)
 		st.Close()
 		if err != nil {
 			t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/sluice-data/sluice/catalog"
+	"github.com/sluice-data/sluice/internal/pqio"
 	"github.com/sluice-data/sluice/internal/testenv"
 )
 
@@ -32,7 +33,7 @@ func quarantineReasons(t *testing.T, loc string) map[string]string {
 	}
 	out := map[string]string{}
 	for _, f := range files {
-		rows, err := catalog.ReadParquetRows(ctx, qt.Store(), f.Path, f.Bytes, m.Schema)
+		rows, err := pqio.ReadParquetRows(ctx, qt.Store(), f.Path, f.Bytes, m.Schema)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/cloud"
+	"github.com/sluice-data/sluice/internal/pqio"
 	"github.com/sluice-data/sluice/internal/testenv"
 )
 
@@ -226,7 +227,7 @@ func writeParquetFile(t *testing.T, dir, name, schema string, rows ...[]any) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := catalog.WriteParquet(ctx, st, name, s, rows); err != nil {
+	if _, _, err := pqio.WriteParquet(ctx, st, name, s, rows); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -13,7 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"unicode"
+
+	"github.com/sluice-data/sluice/cloud"
 )
 
 func main() {
@@ -50,14 +51,14 @@ func run(ctx context.Context, args []string) int {
 	}
 	var msg string
 	if err != nil {
-		msg = oneLine(err.Error())
+		msg = cloud.OneLine(err.Error(), 0)
 	}
 	// A usage error may stop flag parsing before --json is read, and a
 	// command that parses its own flags never reads it: the command line
 	// says then.
 	if app.jsonOut || ((usage || cmd.DisableFlagParsing) && jsonRequested(args)) {
 		if perr := app.printSummary(cmd, msg, usage); perr != nil && err == nil {
-			err, msg, code = perr, oneLine(perr.Error()), 1
+			err, msg, code = perr, cloud.OneLine(perr.Error(), 0), 1
 		}
 	}
 	if err != nil {
@@ -97,24 +98,3 @@ type usageError struct {
 
 func (u usageError) Error() string { return u.err.Error() }
 func (u usageError) Unwrap() error { return u.err }
-
-// oneLine folds an error onto one line: users grep logs line by line.
-// Control characters left after folding (a name from the data may hold
-// any) are escaped, so that the line cannot move the cursor or fake
-// another.
-func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if strings.IndexFunc(s, unicode.IsControl) < 0 {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if unicode.IsControl(r) {
-			q := strconv.QuoteRune(r)
-			b.WriteString(q[1 : len(q)-1])
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluice-data/sluice/catalog"
+	"github.com/sluice-data/sluice/internal/pqio"
 )
 
 // rollupTable creates a table of schema (partitioned by spec) holding rows.
@@ -86,12 +87,12 @@ func TestRollupCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range files {
-		rows, err := catalog.ReadParquetRows(ctx, tb.Store(), f.Path, f.Bytes, m.Schema)
+		rows, err := pqio.ReadParquetRows(ctx, tb.Store(), f.Path, f.Bytes, m.Schema)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, r := range rows {
-			got[catalog.FormatValue(m.Schema.Columns[0].Type, r[0])+"@"+r[1].(time.Time).Format(time.DateOnly)] = r[2].(int64)
+			got[pqio.FormatValue(m.Schema.Columns[0].Type, r[0])+"@"+r[1].(time.Time).Format(time.DateOnly)] = r[2].(int64)
 		}
 	}
 	wantRows := map[string]int64{

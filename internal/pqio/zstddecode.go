@@ -1,4 +1,4 @@
-package catalog
+package pqio
 
 import (
 	"bytes"
@@ -16,8 +16,8 @@ import (
 // compressionCodecs table holds for format.Zstd, a pure-Go decoder, and
 // offers no option to choose another. Reading is half of a compaction's
 // decompression (the inputs, then the read-back of every output for
-// verification), and the reference C decoder is about three times as fast,
-// so sluice puts its own codec in that table once, at start: the C decoder
+// verification), and the reference C decoder is much faster, so sluice
+// puts its own codec in that table once, at start: the C decoder
 // where cgo is on, and in every build the primed pages (PrimeZstdPage),
 // which spare a compaction a second decompression of a page it has just
 // decompressed itself. The table is reached by linkname;

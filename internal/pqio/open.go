@@ -1,6 +1,7 @@
-package catalog
+package pqio
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -8,6 +9,8 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
+
+	"github.com/sluice-data/sluice/cloud"
 )
 
 // This file exports what a column-wise rewrite of Parquet files (compaction)
@@ -34,7 +37,7 @@ type ParquetColumn struct {
 // names the file in errors. A file that is not Parquet, truncated or whose
 // footer does not decode fails with ErrCorruptFile.
 func OpenParquetFile(key string, r io.ReaderAt, size int64) (*parquet.File, error) {
-	return openParquetFile(key, r, size, false)
+	return openFile(key, r, size)
 }
 
 // OpenParquetFileWithIndex is OpenParquetFile that also reads the page
@@ -42,29 +45,75 @@ func OpenParquetFile(key string, r io.ReaderAt, size int64) (*parquet.File, erro
 // pages it does not read: without the offset index, a seek reads every
 // page before the row.
 func OpenParquetFileWithIndex(key string, r io.ReaderAt, size int64) (*parquet.File, error) {
-	return openParquetFile(key, r, size, true)
+	return openFile(key, r, size, parquet.SkipPageIndex(false))
 }
 
-func openParquetFile(key string, r io.ReaderAt, size int64, index bool) (*parquet.File, error) {
+// openParquet opens the file at key over ranged reads of st. Options add
+// to openFile's defaults.
+func openParquet(ctx context.Context, st cloud.Store, key string, size int64, opts ...parquet.FileOption) (*parquet.File, *storeReaderAt, error) {
+	r := newStoreReaderAt(ctx, st, key, size)
+	f, err := openFile(key, r, size, opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return f, r, nil
+}
+
+// openFile is the one opener of Parquet files: every read of this package
+// starts here. It opens the file of size bytes read through r with
+// sluice's read options (no page index, no bloom filters: sluice uses
+// neither unless opts say otherwise; large reads), turns a panic of
+// parquet-go into an error, and tells a failed read of the object from
+// bytes that are not Parquet (see readError). key names the file in
+// errors.
+func openFile(key string, r io.ReaderAt, size int64, opts ...parquet.FileOption) (*parquet.File, error) {
 	if size < parquetMinSize {
 		return nil, fmt.Errorf("%s: %w: %d bytes is too small (a Parquet file has at least %d)", key, ErrCorruptFile, size, parquetMinSize)
 	}
+	opts = append([]parquet.FileOption{
+		parquet.SkipPageIndex(true),
+		parquet.SkipBloomFilters(true),
+		parquet.ReadBufferSize(parquetReadBufferSize),
+	}, opts...)
 	var f *parquet.File
 	err := noPanic(func() (err error) {
-		f, err = parquet.OpenFile(r, size,
-			parquet.SkipPageIndex(!index),
-			parquet.SkipBloomFilters(true),
-			parquet.ReadBufferSize(parquetReadBufferSize),
-		)
+		f, err = parquet.OpenFile(r, size, opts...)
 		return err
 	})
 	if err != nil {
 		if sr, ok := r.(*storeReaderAt); ok {
 			return nil, readError(key, sr, err)
 		}
-		return nil, fmt.Errorf("%s: %w: %s", key, ErrCorruptFile, oneLine(err.Error()))
+		return nil, fmt.Errorf("%s: %w: %s", key, ErrCorruptFile, cloud.OneLine(err.Error(), errLineLimit))
 	}
 	return f, nil
+}
+
+// readError tells a failed read of the object (the store's error, which
+// names the key) from bytes that are not a valid Parquet file.
+func readError(key string, r *storeReaderAt, err error) error {
+	if ioErr := r.ioErr(); ioErr != nil {
+		return ioErr
+	}
+	if r.truncated() {
+		return fmt.Errorf("%s: %w: the object is shorter than the %d bytes expected (truncated?)", key, ErrCorruptFile, r.size)
+	}
+	return fmt.Errorf("%s: %w: %s", key, ErrCorruptFile, cloud.OneLine(err.Error(), errLineLimit))
+}
+
+// errLineLimit caps the cause quoted in ErrCorruptFile: parquet-go's
+// thrift errors can spell out a long path through garbage.
+const errLineLimit = 200
+
+// noPanic runs fn and turns a panic into an error: parquet-go may panic on
+// malformed input, and a bad file must fail its own work, not the process.
+func noPanic(fn func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("malformed data: %v", p)
+		}
+	}()
+	return fn()
 }
 
 // DescribeParquetFile maps an open file's columns to our types (as

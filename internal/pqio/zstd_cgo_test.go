@@ -1,6 +1,6 @@
 //go:build cgo
 
-package catalog
+package pqio
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package catalog
+package pqio
 
 import (
 	"bytes"
@@ -11,6 +11,33 @@ import (
 	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
 )
+
+// ColumnStats are one column's statistics over one data file. Min and Max
+// are in the column type's canonical text form (see FormatValue) and are nil
+// when unknown (all nulls, or the writer kept no statistics).
+//
+// A string bound holds at most StatsTruncateBytes bytes: a longer min is
+// cut to a prefix (MinTruncated) and a longer max to a prefix rounded up
+// (MaxTruncated), so both still bound every value, but a truncated bound
+// is no value of the file: nothing may use it as one (an aggregate's
+// min/max answered from statistics, say). MaxTruncated with a nil Max
+// says that no prefix could be rounded up: there is no upper bound.
+// Manifests written before truncation have neither flag: their bounds are
+// exact.
+type ColumnStats struct {
+	Min          *string `json:"min,omitempty"`
+	Max          *string `json:"max,omitempty"`
+	MinTruncated bool    `json:"min_trunc,omitempty"`
+	MaxTruncated bool    `json:"max_trunc,omitempty"`
+	NullCount    int64   `json:"nulls"`
+}
+
+// FileStats are what reading a Parquet file's footer tells: its rows and
+// per-column statistics, keyed by column name.
+type FileStats struct {
+	Rows    int64                  `json:"rows"`
+	Columns map[string]ColumnStats `json:"cols,omitempty"`
+}
 
 // StatsTruncateBytes is the most bytes a string or binary min/max keeps,
 // in the footers of the Parquet files sluice writes and in manifests, as

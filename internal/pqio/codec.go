@@ -1,4 +1,4 @@
-package catalog
+package pqio
 
 import (
 	"sync"
@@ -8,9 +8,9 @@ import (
 )
 
 // Data files are compressed with zstd by the reference C library (through
-// cgo) where cgo is on: on the columns sluice rewrites it is about three
-// times as fast as the pure-Go encoder at level 1 and faster at level 3,
-// and compression is most of what a rewrite costs (see bench/compact.sh).
+// cgo) where cgo is on: on the columns sluice rewrites it is faster than
+// the pure-Go encoder at both levels sluice uses, and compression is most
+// of what a rewrite costs (bench/compact.sh, with and without CGO=0).
 // A build without cgo (CGO_ENABLED=0: static binaries, cross-builds) uses
 // the pure-Go encoder of klauspost/compress instead, its levels
 // SpeedFastest and SpeedDefault standing for 1 and 3 (see zstd_cgo.go and

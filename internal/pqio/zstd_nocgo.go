@@ -1,6 +1,6 @@
 //go:build !cgo
 
-package catalog
+package pqio
 
 // compressLevel compresses src at a zstd level into dst's memory when it
 // is large enough. Without cgo, the pure-Go encoder does it.

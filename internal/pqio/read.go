@@ -1,0 +1,161 @@
+package pqio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/sluice-data/sluice/cloud"
+)
+
+// --- reading rows ------------------------------------------------------------
+
+// ReadParquetRows reads every row of the Parquet file at key (size bytes)
+// as the table schema: columns in the table's order, values converted to
+// the table's types (int32 → int64, decimal scale widened, INT96 and
+// millisecond timestamps to microseconds in UTC), NULL for a nullable table
+// column the file lacks. A file that cannot be read as the table fails with
+// ErrIncompatibleSchema before any row is read; see ScanParquet to stream.
+func ReadParquetRows(ctx context.Context, st cloud.Store, key string, size int64, schema Schema) ([][]any, error) {
+	var rows [][]any
+	err := ScanParquet(ctx, st, key, size, schema, func(row []any) error {
+		rows = append(rows, row)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+// ScanParquet is ReadParquetRows calling fn once per row instead of
+// collecting them, so a file of any size streams in bounded memory. Each
+// row is a fresh slice that fn may keep. An error from fn stops the scan and
+// is returned as is. The context is checked between batches of rows.
+func ScanParquet(ctx context.Context, st cloud.Store, key string, size int64, schema Schema, fn func(row []any) error) error {
+	return ScanParquetAs(ctx, st, key, size, func(Schema) Schema { return schema }, fn)
+}
+
+// ScanParquetAs is ScanParquet with the schema to read as chosen by
+// schemaFor from the file's own (see InspectParquet), for a reader whose
+// columns depend on what the file holds, without opening it twice.
+func ScanParquetAs(ctx context.Context, st cloud.Store, key string, size int64, schemaFor func(file Schema) Schema, fn func(row []any) error) error {
+	f, r, err := openParquet(ctx, st, key, size)
+	if err != nil {
+		return err
+	}
+	fileSchema, cols, _, err := describeParquet(key, f)
+	if err != nil {
+		return err
+	}
+	schema := schemaFor(fileSchema)
+	if err := CheckCompatible(schema, fileSchema, key); err != nil {
+		return err
+	}
+	// Per file column: where it goes in the table row, and how it converts.
+	type plan struct {
+		to       int
+		nullable bool
+		decode   func(parquet.Value) any
+		widen    func(any) any
+	}
+	plans := make([]plan, len(cols))
+	for i, c := range cols {
+		to := -1
+		for j, tc := range schema.Columns {
+			if tc.Name == c.Name {
+				to = j
+			}
+		}
+		tc := schema.Columns[to]
+		plans[i] = plan{to: to, nullable: tc.Nullable, decode: c.decoder(), widen: widener(c.Type, tc.Type)}
+	}
+
+	var fnErr error
+	rowNum := int64(0)
+	buf := make([]parquet.Row, 256)
+	err = noPanic(func() error {
+		for g, rg := range f.RowGroups() {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			rows := rg.Rows()
+			for {
+				if err := ctx.Err(); err != nil {
+					rows.Close()
+					return err
+				}
+				n, rerr := rows.ReadRows(buf)
+				for _, prow := range buf[:n] {
+					out := make([]any, len(schema.Columns))
+					for _, v := range prow {
+						ci := v.Column()
+						if ci < 0 || ci >= len(plans) {
+							rows.Close()
+							return fmt.Errorf("row group %d: value of unknown column %d", g, ci)
+						}
+						p := &plans[ci]
+						if v.IsNull() {
+							if !p.nullable {
+								rows.Close()
+								return &nullError{key: key, column: cols[ci].Name, row: rowNum}
+							}
+							continue
+						}
+						x := p.decode(v)
+						if p.widen != nil {
+							x = p.widen(x)
+						}
+						out[p.to] = x
+					}
+					rowNum++
+					if err := fn(out); err != nil {
+						fnErr = err
+						rows.Close()
+						return err
+					}
+				}
+				if errors.Is(rerr, io.EOF) {
+					break
+				}
+				if rerr != nil {
+					rows.Close()
+					return fmt.Errorf("row group %d: %w", g, rerr)
+				}
+			}
+			if err := rows.Close(); err != nil {
+				return fmt.Errorf("row group %d: %w", g, err)
+			}
+		}
+		return nil
+	})
+	var ne *nullError
+	switch {
+	case err == nil:
+		return nil
+	case fnErr != nil && errors.Is(err, fnErr):
+		return fnErr
+	case errors.As(err, &ne):
+		return err
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return fmt.Errorf("%s: %w", key, err)
+	default:
+		return readError(key, r, err)
+	}
+}
+
+// nullError is a NULL found in a column the table declares not nullable.
+type nullError struct {
+	key    string
+	column string
+	row    int64
+}
+
+func (e *nullError) Error() string {
+	return fmt.Sprintf("%s: column %q: NULL in row %d but the table column is not nullable: %s", e.key, e.column, e.row, ErrIncompatibleSchema)
+}
+
+func (e *nullError) Unwrap() error { return ErrIncompatibleSchema }
