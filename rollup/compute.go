@@ -100,11 +100,14 @@ func (r *run) aggregate(ctx context.Context, g *grid, ki *keyIndex, allowNew boo
 	for _, f := range all {
 		if p, ok := partitionDay(f); ok && j.byDay {
 			switch {
-			case p+margin <= r.snap.day:
-				t.read += f.Rows
-				t.excluded += f.Rows
-				continue
 			case p+margin < g.first:
+				// Wholly before the days computed. A full run counts
+				// the events on or before the snapshot day from the
+				// statistics; an incremental one counted them before.
+				if g.first == r.snap.day {
+					t.read += f.Rows
+					t.excluded += f.Rows
+				}
 				continue
 			case p-margin > last:
 				t.read += f.Rows

@@ -15,7 +15,9 @@ import (
 )
 
 // Result says what a run did. The event counts are of the events this run
-// read: an incremental run reads only the days it restates.
+// considered: an incremental run reads only the days it restates; a full
+// run also counts, from the files' statistics without reading them, the
+// events of source partitions wholly on or before the snapshot day.
 type Result struct {
 	EventsRead int64
 	// EventsExcluded were dated on or before the snapshot day: the
@@ -78,7 +80,8 @@ func Run(ctx context.Context, out *catalog.Table, o Options) (Result, error) {
 	var res Result
 	for race := 0; ; race++ {
 		res, err = runOnce(ctx, out, src, o)
-		if err == nil || errors.Is(err, cloud.ErrOutcomeUnknown) || !errors.Is(err, catalog.ErrConflict) || race >= maxRaces {
+		lost := errors.Is(err, catalog.ErrConflict) || errors.Is(err, catalog.ErrTableExists)
+		if err == nil || errors.Is(err, cloud.ErrOutcomeUnknown) || !lost || race >= maxRaces {
 			break
 		}
 		o.Logger.Info("rollup lost the commit race; recomputing on the new base", "out", out.Location(), "race", race+1)
