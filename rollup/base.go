@@ -57,7 +57,11 @@ func readBase(ctx context.Context, what string, files []dataFile, keyCols []cata
 	z := &dayer{loc: loc}
 	seen := false
 	for _, f := range files {
-		err := scanFile(ctx, f.st, f.key, f.size, want, check, func(cols []*colData, n int) error {
+		read := scanFile
+		if isCSV(f.key) {
+			read = scanCSV
+		}
+		err := read(ctx, f.st, f.key, f.size, want, check, func(cols []*colData, n int) error {
 			keys, date := cols[:len(keyCols)], cols[dateAt]
 			h := fnv.New64a()
 			for i := 0; i < n; i++ {
@@ -147,14 +151,12 @@ func checkBaseSchema(what string, s catalog.Schema, keyCols []catalog.Column, ms
 }
 
 // snapshotFiles resolves a snapshot location: a Parquet file (a location
-// ending in .parquet) or a sluice table's live files. The returned func
+// ending in .parquet), a CSV file (.csv) or a sluice table's live files. The returned func
 // releases what it opened.
 func snapshotFiles(ctx context.Context, loc string) ([]dataFile, func(), error) {
 	lower := strings.ToLower(loc)
 	switch {
-	case strings.HasSuffix(lower, ".csv"):
-		return nil, nil, fmt.Errorf("snapshot %s: a CSV snapshot is not supported yet: give a sluice table or a Parquet file", cloud.Redact(loc))
-	case strings.HasSuffix(lower, ".parquet"):
+	case strings.HasSuffix(lower, ".parquet"), isCSV(lower):
 		dir, name := path.Split(loc)
 		if dir == "" {
 			dir = "."

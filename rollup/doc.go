@@ -1,9 +1,10 @@
 // Package rollup maintains a rolling daily aggregate table from a snapshot
 // plus event deltas, as docs/contract.md states it:
 //
-//   - The snapshot (a sluice table or a Parquet file) holds the key
-//     columns, one column per running measure named like it (the base
-//     value) and a `date` column: the snapshot day, the same on every row.
+//   - The snapshot (a sluice table, a Parquet file or a CSV file with a
+//     header line) holds the key columns, one column per running measure
+//     named like it (the base value) and a `date` column: the snapshot
+//     day, the same on every row.
 //   - The events are a sluice table with the key columns, a time column
 //     (date or timestamp; its day is taken in UTC or in Options.Location)
 //     and the measured columns.

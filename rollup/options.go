@@ -61,8 +61,9 @@ func ParseMeasure(s string) (Measure, error) {
 type Options struct {
 	// Source is the events table's location.
 	Source string
-	// Snapshot is the snapshot's location: a sluice table, or a Parquet
-	// file (a location ending in .parquet).
+	// Snapshot is the snapshot's location: a sluice table, a Parquet file
+	// (a location ending in .parquet) or a CSV file with a header line
+	// (.csv).
 	Snapshot string
 	// Keys are the key columns, in output order.
 	Keys []string

@@ -2,8 +2,11 @@ package rollup_test
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -142,4 +145,30 @@ func TestRollupTimeZoneEqualsDuckDB(t *testing.T) {
 	o.Location = ny
 	run(t, out, o)
 	sameRows(t, "rollup --tz vs DuckDB", outputRows(t, out), expectedRows(t, src, snap, "America/New_York"))
+}
+
+// A CSV snapshot (header line, values as text) gives the table a Parquet
+// snapshot of the same rows gives, with the same identity.
+func TestRollupCSVSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	src, snap, _ := dataSet(t, dir)
+	var b strings.Builder
+	b.WriteString("date,b,a,total\n")
+	gen := rand.New(rand.NewPCG(1, 2)) // as dataSet draws them
+	genEvents(gen)
+	for _, r := range snapshotRows(gen) {
+		fmt.Fprintf(&b, "%s,%s,%d,%d\n", r[2].(time.Time).Format(time.DateOnly), r[1], r[0], r[3])
+	}
+	csvSnap := filepath.Join(dir, "snapshot.csv")
+	if err := os.WriteFile(csvSnap, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fromParquet := run(t, filepath.Join(dir, "p"), options(t, src, snap))
+	fromCSV := run(t, filepath.Join(dir, "c"), options(t, src, csvSnap))
+	if fromCSV.Snapshot != fromParquet.Snapshot {
+		t.Fatalf("CSV snapshot identity %s, the Parquet one's %s", fromCSV.Snapshot, fromParquet.Snapshot)
+	}
+	if got, want := tableRows(t, filepath.Join(dir, "c")), tableRows(t, filepath.Join(dir, "p")); !slices.Equal(got, want) {
+		t.Fatalf("CSV snapshot: %d rows unlike the Parquet snapshot's %d", len(got), len(want))
+	}
 }

@@ -27,7 +27,8 @@ of every day up to that one; count(), min(col), max(col) and sum_day(col)
 are per-day values. Events on or before the snapshot day are already in the
 snapshot: they are not added again, and --json counts them.
 
-The snapshot (LOC) is a sluice table or a Parquet file with the key columns,
+The snapshot (LOC) is a sluice table, a Parquet file or a CSV file (with a
+header line) with the key columns,
 a column per running measure and date. A rerun restates only the days that
 changed since the source version OUT reflects (late events included), from
 the totals OUT stores for the day before; nothing new commits nothing;
@@ -99,7 +100,7 @@ the totals OUT stores for the day before; nothing new commits nothing;
 	}
 	f := cmd.Flags()
 	f.StringVar(&source, "source", "", "the events table (required)")
-	f.StringVar(&snapshot, "snapshot", "", "the snapshot: a sluice table or a Parquet file (required)")
+	f.StringVar(&snapshot, "snapshot", "", "the snapshot: a sluice table, a Parquet file or a CSV file (required)")
 	f.StringArrayVar(&keys, "key", nil, "key column(s), comma-separated or repeated (required)")
 	f.StringVar(&timeCol, "time", "", "the events' date or timestamp column (required)")
 	f.StringArrayVar(&measureArgs, "measure", nil, "name=sum(col), name=count(), name=min(col), name=max(col) or name=sum_day(col); repeatable (required)")
