@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/cloud"
+	"github.com/sluice-data/sluice/internal/pqio"
 )
 
 // fullNeeded: an incremental run found it cannot restate from its day, and
@@ -110,6 +111,20 @@ func (r *run) aggregate(ctx context.Context, g *grid, ki *keyIndex, allowNew boo
 				}
 				continue
 			case p-margin > last:
+				t.read += f.Rows
+				t.after += f.Rows
+				continue
+			}
+		}
+		if lo, hi, ok := r.statDays(f, z); ok {
+			switch {
+			case hi < g.first:
+				if g.first == r.snap.day {
+					t.read += f.Rows
+					t.excluded += f.Rows
+				}
+				continue
+			case lo > last:
 				t.read += f.Rows
 				t.after += f.Rows
 				continue
@@ -226,4 +241,28 @@ func (r *run) commit(ctx context.Context, g *grid, ki *keyIndex) error {
 	}
 	r.res.Version = m.Version
 	return nil
+}
+
+// statDays are the first and last days of a file's events by its time
+// column's statistics, when they are exact and the file has no NULL time
+// (whose events are counted apart).
+func (r *run) statDays(f catalog.DataFile, z *dayer) (lo, hi int64, ok bool) {
+	cs, found := f.Columns[r.j.timeCol.Name]
+	if !found || cs.NullCount != 0 || cs.Min == nil || cs.Max == nil || cs.MinTruncated || cs.MaxTruncated {
+		return 0, 0, false
+	}
+	day := func(s string) (int64, bool) {
+		v, err := pqio.ParseValue(r.j.timeCol.Type, s)
+		t, isTime := v.(time.Time)
+		if err != nil || !isTime {
+			return 0, false
+		}
+		if r.j.timeCol.Type.Kind == catalog.KindTimestamp {
+			return z.day(t.UnixMicro()), true
+		}
+		return dayOfDate(t), true
+	}
+	lo, ok1 := day(*cs.Min)
+	hi, ok2 := day(*cs.Max)
+	return lo, hi, ok1 && ok2
 }

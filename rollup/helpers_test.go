@@ -95,12 +95,18 @@ func snapshotRows(r *rand.Rand) [][]any {
 // appends events in one commit per call of appendEvents.
 func newEvents(t *testing.T, dir string) *catalog.Table {
 	t.Helper()
+	return newEventsBy(t, dir, "day(ts)")
+}
+
+// newEventsBy is newEvents with another partitioning ("": none).
+func newEventsBy(t *testing.T, dir, partitionBy string) *catalog.Table {
+	t.Helper()
 	ctx := context.Background()
 	s, err := catalog.ParseSchema(eventsSchema)
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, err := catalog.ParsePartitionSpec("day(ts)", s)
+	spec, err := catalog.ParsePartitionSpec(partitionBy, s)
 	if err != nil {
 		t.Fatal(err)
 	}

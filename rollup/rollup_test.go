@@ -172,3 +172,39 @@ func TestRollupCSVSnapshot(t *testing.T) {
 		t.Fatalf("CSV snapshot: %d rows unlike the Parquet snapshot's %d", len(got), len(want))
 	}
 }
+
+// A source not partitioned by day: files wholly before the snapshot day
+// or after the last are skipped by their time statistics, and a late
+// event is a full recompute, said; both equal DuckDB's.
+func TestRollupUnpartitionedSource(t *testing.T) {
+	dir := t.TempDir()
+	r := rand.New(rand.NewPCG(1, 2))
+	src := filepath.Join(dir, "events")
+	tb := newEventsBy(t, src, "")
+	evs := genEvents(r)
+	slices.SortFunc(evs, func(a, b event) int { return a.ts.Compare(b.ts) })
+	before := 0 // a first file wholly before the snapshot day
+	for evs[before].ts.Before(day0) {
+		before++
+	}
+	appendEvents(t, tb, evs[:before])
+	rest := evs[before:]
+	for i := 0; i < len(rest); i += len(rest)/3 + 1 {
+		appendEvents(t, tb, rest[i:min(i+len(rest)/3+1, len(rest))])
+	}
+	snap := filepath.Join(dir, "snapshot.parquet")
+	writeSnapshot(t, snap, snapshotSchema, snapshotRows(r))
+	out := filepath.Join(dir, "rollup")
+	o := options(t, src, snap)
+	res := run(t, out, o)
+	if res.EventsRead != int64(len(evs)) || res.EventsExcluded < int64(before) {
+		t.Fatalf("events read %d, excluded %d: want %d, at least %d", res.EventsRead, res.EventsExcluded, len(evs), before)
+	}
+	sameRows(t, "unpartitioned source vs DuckDB", outputRows(t, out), expectedRows(t, src, snap, "UTC"))
+	appendEvents(t, tb, []event{{a: 7, b: "us", ts: day(4), v: 3}})
+	res = run(t, out, o)
+	if !res.Full || !strings.Contains(res.Reason, "not partitioned by day(ts)") {
+		t.Fatalf("late event on an unpartitioned source: %+v, want a full recompute saying why", res)
+	}
+	sameRows(t, "after a late event", outputRows(t, out), expectedRows(t, src, snap, "UTC"))
+}
