@@ -14,7 +14,6 @@ type notBuiltCmd struct {
 }
 
 var notBuilt = []notBuiltCmd{
-	{"rollup OUT --source TABLE --snapshot LOC ...", "Maintain a rolling daily aggregate table (not built yet)"},
 	{"serve --config pipeline.yaml", "Run the scheduler daemon (not built yet)"},
 	{"run --config pipeline.yaml JOB", "Run one interval of a job (not built yet)"},
 	{"backfill --config pipeline.yaml JOB --from DATE --to DATE", "Rerun a job over past intervals (not built yet)"},

@@ -170,8 +170,8 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 }
 
 func TestNotBuiltCommandsSaySo(t *testing.T) {
-	r := sluice(t, nil, "rollup", t.TempDir())
-	failsWithOneLine(t, r, "rollup", "not built yet")
+	r := sluice(t, nil, "serve", "--config", t.TempDir())
+	failsWithOneLine(t, r, "serve", "not built yet")
 }
 
 // Import works the same on object stores: the folder is adopted where it

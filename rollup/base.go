@@ -1,0 +1,217 @@
+package rollup
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/sluice-data/sluice/catalog"
+	"github.com/sluice-data/sluice/cloud"
+)
+
+// dataFile is one Parquet file to read: where it is and its size.
+type dataFile struct {
+	st   cloud.Store
+	key  string
+	size int64
+}
+
+// base is the running totals a computation starts from: the snapshot's,
+// or those the output stores for the day before an incremental restart.
+type base struct {
+	day  int64 // the day the totals hold for
+	rows int64
+	sum  uint64 // an order-independent checksum of the rows
+	ki   *keyIndex
+	// vals[m][k]: running measure m's total for key k; nil for per-day
+	// measures.
+	vals [][]int64
+}
+
+// identity names the base's content: another day, other rows or other
+// values give another identity.
+func (b *base) identity() string {
+	return fmt.Sprintf("%s/%d/%016x", dayString(b.day), b.rows, b.sum)
+}
+
+// readBase reads the key columns, the running measures' columns and `date`
+// of files. what names them in errors ("snapshot s3://...").
+func readBase(ctx context.Context, what string, files []dataFile, keyCols []catalog.Column, ms []Measure, loc *time.Location) (*base, error) {
+	b := &base{day: -1 << 62, ki: newKeyIndex(), vals: make([][]int64, len(ms))}
+	want := append([]catalog.Column(nil), keyCols...)
+	var mIdx []int // measure index of want[len(keyCols)+j]
+	for m, x := range ms {
+		if x.Func.Running() {
+			want = append(want, catalog.Column{Name: x.Name, Type: catalog.Type{Kind: catalog.KindInt64}})
+			mIdx = append(mIdx, m)
+		}
+	}
+	dateAt := len(want)
+	want = append(want, catalog.Column{Name: "date", Type: catalog.Type{Kind: catalog.KindDate}})
+	check := func(s catalog.Schema) error { return checkBaseSchema(what, s, keyCols, ms, &want[dateAt]) }
+	z := &dayer{loc: loc}
+	seen := false
+	for _, f := range files {
+		read := scanFile
+		if isCSV(f.key) {
+			read = scanCSV
+		}
+		err := read(ctx, f.st, f.key, f.size, want, check, func(cols []*colData, n int) error {
+			keys, date := cols[:len(keyCols)], cols[dateAt]
+			h := fnv.New64a()
+			for i := 0; i < n; i++ {
+				if !date.valid[i] {
+					return fmt.Errorf("%s: a row has no date", what)
+				}
+				d := date.ints[i]
+				if date.typ.Kind == catalog.KindTimestamp {
+					d = z.day(d)
+				}
+				if !seen {
+					b.day, seen = d, true
+				} else if d != b.day {
+					return fmt.Errorf("%s: rows of two days, %s and %s: a snapshot is of one day", what, dayString(b.day), dayString(d))
+				}
+				if b.ki.lookup(keys, i) >= 0 {
+					return fmt.Errorf("%s: key %v is on two rows", what, keyText(keys, i))
+				}
+				b.ki.add(keys, i)
+				h.Reset()
+				h.Write(b.ki.buf)
+				for j, m := range mIdx {
+					c := cols[len(keyCols)+j]
+					v := int64(0)
+					if c.valid[i] {
+						v = c.ints[i]
+					}
+					b.vals[m] = append(b.vals[m], v)
+					h.Write(binary.LittleEndian.AppendUint64(nil, uint64(v)))
+				}
+				b.sum += h.Sum64()
+				b.rows++
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if !seen {
+		return nil, fmt.Errorf("%s: no rows, so no snapshot day", what)
+	}
+	return b, nil
+}
+
+func keyText(keys []*colData, i int) string {
+	parts := make([]string, len(keys))
+	for j, c := range keys {
+		parts[j] = fmt.Sprint(goValue(c, i))
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
+}
+
+// checkBaseSchema checks a snapshot file's columns against what the rollup
+// needs, and sets date's type to the file's (date or timestamp).
+func checkBaseSchema(what string, s catalog.Schema, keyCols []catalog.Column, ms []Measure, date *catalog.Column) error {
+	for _, k := range keyCols {
+		c, ok := s.Column(k.Name)
+		if !ok {
+			return fmt.Errorf("%s has no key column %q", what, k.Name)
+		}
+		if c.Type.Kind != k.Type.Kind {
+			return fmt.Errorf("%s: key column %q is %s, the events' is %s", what, k.Name, c.Type, k.Type)
+		}
+	}
+	for _, m := range ms {
+		if !m.Func.Running() {
+			continue
+		}
+		c, ok := s.Column(m.Name)
+		if !ok {
+			return fmt.Errorf("%s has no column %q for the base of measure %s", what, m.Name, m)
+		}
+		if !integer(c.Type.Kind) {
+			return fmt.Errorf("%s: column %q of measure %s is %s: want int32 or int64", what, m.Name, m, c.Type)
+		}
+	}
+	c, ok := s.Column("date")
+	if !ok {
+		return fmt.Errorf("%s has no date column (the snapshot day)", what)
+	}
+	if c.Type.Kind != catalog.KindDate && c.Type.Kind != catalog.KindTimestamp {
+		return fmt.Errorf("%s: column \"date\" is %s: want date", what, c.Type)
+	}
+	date.Type = c.Type
+	return nil
+}
+
+// snapshotFiles resolves a snapshot location: a Parquet file (a location
+// ending in .parquet), a CSV file (.csv) or a sluice table's live files. The returned func
+// releases what it opened.
+func snapshotFiles(ctx context.Context, loc string) ([]dataFile, func(), error) {
+	lower := strings.ToLower(loc)
+	switch {
+	case strings.HasSuffix(lower, ".parquet"), isCSV(lower):
+		dir, name := path.Split(loc)
+		if dir == "" {
+			dir = "."
+		}
+		st, err := cloud.Open(ctx, dir)
+		if err != nil {
+			return nil, nil, fmt.Errorf("snapshot %s: %w", cloud.Redact(loc), err)
+		}
+		info, err := st.Stat(ctx, name)
+		if err != nil {
+			st.Close()
+			return nil, nil, fmt.Errorf("snapshot %s: %w", cloud.Redact(loc), err)
+		}
+		return []dataFile{{st, name, info.Size}}, func() { st.Close() }, nil
+	}
+	t, err := catalog.Open(ctx, loc, catalog.Options{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("snapshot %s: %w", cloud.Redact(loc), err)
+	}
+	files, err := tableFiles(ctx, t, nil)
+	if err != nil {
+		t.Close()
+		if errors.Is(err, catalog.ErrTableNotFound) {
+			return nil, nil, fmt.Errorf("snapshot %s is neither a sluice table nor a Parquet file: %w", cloud.Redact(loc), err)
+		}
+		return nil, nil, fmt.Errorf("snapshot %s: %w", cloud.Redact(loc), err)
+	}
+	return files, func() { t.Close() }, nil
+}
+
+// tableFiles lists t's live files at its latest version that keep says to
+// read (nil: all).
+func tableFiles(ctx context.Context, t *catalog.Table, keep func(catalog.DataFile) bool) ([]dataFile, error) {
+	m, err := t.Latest(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return manifestFiles(ctx, t, m, keep)
+}
+
+func manifestFiles(ctx context.Context, t *catalog.Table, m *catalog.Manifest, keep func(catalog.DataFile) bool) ([]dataFile, error) {
+	all, err := t.Files(ctx, m)
+	if err != nil {
+		return nil, err
+	}
+	var out []dataFile
+	for _, f := range all {
+		if keep != nil && !keep(f) {
+			continue
+		}
+		st, key, err := t.DataFileStore(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, dataFile{st, key, f.Bytes})
+	}
+	return out, nil
+}

@@ -1,0 +1,268 @@
+package rollup
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/sluice-data/sluice/catalog"
+	"github.com/sluice-data/sluice/cloud"
+	"github.com/sluice-data/sluice/internal/pqio"
+)
+
+// fullNeeded: an incremental run found it cannot restate from its day, and
+// why.
+type fullNeeded string
+
+func (f fullNeeded) Error() string { return string(f) }
+
+// full computes every day from the snapshot's.
+func (r *run) full(ctx context.Context) (*grid, *keyIndex, error) {
+	s := r.snap
+	g := newGrid(r.j.o.Measures, s.day, r.through-s.day+1, s.vals, s.ki.len())
+	if err := r.aggregate(ctx, g, s.ki, true, nil); err != nil {
+		return nil, nil, err
+	}
+	r.res.First = dayString(s.day)
+	r.res.KeysRestated = s.ki.len()
+	r.res.CellsRestated = int64(s.ki.len()) * g.days
+	return g, s.ki, nil
+}
+
+// incremental restates the days from first on, starting from the totals
+// the output stores for the day before.
+func (r *run) incremental(ctx context.Context, first int64) (*grid, *keyIndex, error) {
+	prev := dayString(first - 1)
+	files, err := manifestFiles(ctx, r.out, r.om, func(f catalog.DataFile) bool {
+		d, ok := partitionDay(f)
+		return ok && d == first-1
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("output %s: %w", cloud.Redact(r.out.Location()), err)
+	}
+	if len(files) == 0 {
+		return nil, nil, fullNeeded("the output holds no rows of " + prev)
+	}
+	b, err := readBase(ctx, "output "+cloud.Redact(r.out.Location())+" date="+prev, files, r.j.keyCols, r.j.o.Measures, time.UTC)
+	if err != nil {
+		return nil, nil, err
+	}
+	g := newGrid(r.j.o.Measures, first, r.through-first+1, b.vals, b.ki.len())
+	changedFrom := map[int32]int64{}
+	if err := r.aggregate(ctx, g, b.ki, false, changedFrom); err != nil {
+		if errors.Is(err, errNewKey) {
+			return nil, nil, fullNeeded("late events of a key the output does not hold yet")
+		}
+		return nil, nil, err
+	}
+	r.res.First = dayString(first)
+	for k := 0; k < b.ki.len(); k++ {
+		from, ok := changedFrom[int32(k)]
+		if r.through > r.oldThrough && (!ok || from > r.oldThrough+1) {
+			from, ok = r.oldThrough+1, true
+		}
+		if ok {
+			r.res.KeysRestated++
+			r.res.CellsRestated += r.through - from + 1
+		}
+	}
+	return g, b.ki, nil
+}
+
+// aggregate reads the source's events of the grid's days into it. Only
+// the needed columns are read, and only the files whose partition may
+// hold those days. changedFrom, when not nil, is given per key the
+// earliest day of its events in the partitions changed since the output's
+// version.
+func (r *run) aggregate(ctx context.Context, g *grid, ki *keyIndex, allowNew bool, changedFrom map[int32]int64) error {
+	j := r.j
+	all, err := r.src.Files(ctx, r.sm)
+	if err != nil {
+		return fmt.Errorf("source %s: %w", cloud.Redact(j.o.Source), err)
+	}
+	nk := len(j.keyCols)
+	want := append(append([]catalog.Column(nil), j.keyCols...), j.timeCol)
+	mAt := make([]int, len(j.mCols)) // measure m's column in want, -1 for count()
+	for m, c := range j.mCols {
+		mAt[m] = -1
+		if c.Name != "" {
+			mAt[m] = len(want)
+			want = append(want, c)
+		}
+	}
+	margin, last := j.margin(), g.first+g.days-1
+	z := &dayer{loc: j.o.location()}
+	var t tally
+	var days []int64
+	mcols := make([]*colData, len(mAt))
+	for _, f := range all {
+		if p, ok := partitionDay(f); ok && j.byDay {
+			switch {
+			case p+margin < g.first:
+				// Wholly before the days computed. A full run counts
+				// the events on or before the snapshot day from the
+				// statistics; an incremental one counted them before.
+				if g.first == r.snap.day {
+					t.read += f.Rows
+					t.excluded += f.Rows
+				}
+				continue
+			case p-margin > last:
+				t.read += f.Rows
+				t.after += f.Rows
+				continue
+			}
+		}
+		if lo, hi, ok := r.statDays(f, z); ok {
+			switch {
+			case hi < g.first:
+				if g.first == r.snap.day {
+					t.read += f.Rows
+					t.excluded += f.Rows
+				}
+				continue
+			case lo > last:
+				t.read += f.Rows
+				t.after += f.Rows
+				continue
+			}
+		}
+		var onRow func(k int32, d int64)
+		if changedFrom != nil && r.changed[f.Partition] && !r.oldFiles[f.Path] {
+			onRow = func(k int32, d int64) {
+				if from, ok := changedFrom[k]; !ok || d < from {
+					changedFrom[k] = d
+				}
+			}
+		}
+		st, key, err := r.src.DataFileStore(ctx, f)
+		if err != nil {
+			return err
+		}
+		err = scanFile(ctx, st, key, f.Bytes, want, nil, func(cols []*colData, n int) error {
+			tc := cols[nk]
+			days = append(days[:0], tc.ints...)
+			if tc.typ.Kind == catalog.KindTimestamp {
+				for i, us := range days {
+					days[i] = z.day(us)
+				}
+			}
+			for m, at := range mAt {
+				mcols[m] = nil
+				if at >= 0 {
+					mcols[m] = cols[at]
+				}
+			}
+			return g.add(ki, cols[:nk], days, tc.valid, mcols, r.snap.day, allowNew, &t, onRow)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	r.res.EventsRead, r.res.EventsExcluded, r.res.EventsAfter, r.res.EventsNoTime = t.read, t.excluded, t.after, t.nullTime
+	return nil
+}
+
+// outputSpec partitions the output by its own date column. It is built
+// here, not parsed: catalog.ParsePartitionSpec refuses a data column named
+// like the folder key, since a Hive reader would see two columns of one
+// name that may differ. Here the folder value is the column's value on
+// every row, so the two always agree.
+var outputSpec = catalog.PartitionSpec{Fields: []catalog.PartitionField{
+	{Name: "date", Transform: "day", Source: "date", Type: catalog.Type{Kind: catalog.KindDate}}}}
+
+// commit writes the grid's days as one file per day and commits them in
+// place of the output's partitions from the grid's first day on, with the
+// state they reflect.
+func (r *run) commit(ctx context.Context, g *grid, ki *keyIndex) error {
+	sch, spec := r.j.out, outputSpec
+	if r.om != nil && r.om.Spec.String() != spec.String() {
+		return fmt.Errorf("output %s is partitioned by %s: a rollup output is partitioned by day(date)", cloud.Redact(r.out.Location()), r.om.Spec)
+	}
+	var remove []catalog.DataFile
+	replaced := map[string]bool{}
+	if r.om != nil {
+		files, err := r.out.Files(ctx, r.om)
+		if err != nil {
+			return fmt.Errorf("output %s: %w", cloud.Redact(r.out.Location()), err)
+		}
+		for _, f := range files {
+			if d, ok := partitionDay(f); r.res.Full || !ok || d >= g.first {
+				remove = append(remove, f)
+				if ok && d >= g.first && d <= r.through {
+					replaced[f.Partition] = true
+				}
+			}
+		}
+	}
+	wm := &catalog.Manifest{Schema: sch, Spec: spec}
+	running := g.startTotals()
+	var add []catalog.DataFile
+	for d := g.first; d <= r.through; d++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rows := g.rows(ki, d, running)
+		files, err := r.out.WriteFiles(ctx, wm, rows)
+		if err != nil {
+			return fmt.Errorf("output %s: %w", cloud.Redact(r.out.Location()), err)
+		}
+		add = append(add, files...)
+		r.res.CellsWritten += int64(len(rows))
+		if len(rows) > 0 {
+			r.res.PartitionsWritten++
+		}
+	}
+	r.res.Keys = ki.len()
+	r.res.PartitionsReplaced = len(replaced)
+	raw, err := json.Marshal(state{Source: r.j.o.Source, SourceVersion: r.sm.Version, Snapshot: r.snap.identity(),
+		Spec: r.j.o.spec(), Through: dayString(r.through)})
+	if err != nil {
+		return err
+	}
+	sort.Slice(add, func(a, b int) bool { return add[a].Path < add[b].Path })
+	c := catalog.Change{Operation: "rollup", RunID: r.j.o.RunID, Add: add, Remove: remove, DataChange: true,
+		Checkpoints:    map[string]json.RawMessage{checkpointKey: raw},
+		CheckpointBase: map[string]json.RawMessage{checkpointKey: r.oldRaw}}
+	switch {
+	case r.om == nil:
+		c.Create, c.Schema, c.Spec = true, &sch, &spec
+	case r.om.Schema.String() != sch.String():
+		c.Schema = &sch
+	}
+	m, err := r.out.Commit(ctx, c)
+	if err != nil {
+		// The written files stay: vacuum removes them if no version
+		// references them (the outcome may be unknown).
+		return fmt.Errorf("commit rollup to %s: %w", cloud.Redact(r.out.Location()), err)
+	}
+	r.res.Version = m.Version
+	return nil
+}
+
+// statDays are the first and last days of a file's events by its time
+// column's statistics, when they are exact and the file has no NULL time
+// (whose events are counted apart).
+func (r *run) statDays(f catalog.DataFile, z *dayer) (lo, hi int64, ok bool) {
+	cs, found := f.Columns[r.j.timeCol.Name]
+	if !found || cs.NullCount != 0 || cs.Min == nil || cs.Max == nil || cs.MinTruncated || cs.MaxTruncated {
+		return 0, 0, false
+	}
+	day := func(s string) (int64, bool) {
+		v, err := pqio.ParseValue(r.j.timeCol.Type, s)
+		t, isTime := v.(time.Time)
+		if err != nil || !isTime {
+			return 0, false
+		}
+		if r.j.timeCol.Type.Kind == catalog.KindTimestamp {
+			return z.day(t.UnixMicro()), true
+		}
+		return dayOfDate(t), true
+	}
+	lo, ok1 := day(*cs.Min)
+	hi, ok2 := day(*cs.Max)
+	return lo, hi, ok1 && ok2
+}

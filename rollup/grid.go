@@ -1,0 +1,216 @@
+package rollup
+
+import (
+	"errors"
+	"math"
+)
+
+// grid holds the (key, day) cells of the days being computed, dense: cell
+// k*days + (day-first). Its size is the output's, whatever the events.
+type grid struct {
+	measures []Measure
+	first    int64 // the first day computed
+	days     int64 // days computed: first .. first+days-1
+	// base[m][k] is running measure m's value for key k on day first-1
+	// (the snapshot's, or the output's stored total); nil for per-day
+	// measures.
+	base [][]int64
+	// count[c] is the number of events in cell c; vals[m][c] the
+	// measure's aggregate (a sum of deltas, a day's sum, min or max);
+	// has[m][c] whether a min or max saw a non-NULL value.
+	count []int64
+	vals  [][]int64
+	has   [][]bool
+	// cells is scratch: each row's cell, -1 for a row not counted.
+	cells []int64
+}
+
+func newGrid(ms []Measure, first, days int64, base [][]int64, keys int) *grid {
+	g := &grid{measures: ms, first: first, days: days, base: base,
+		vals: make([][]int64, len(ms)), has: make([][]bool, len(ms))}
+	for m, ms := range ms {
+		if ms.Func.Running() {
+			for len(g.base[m]) < keys {
+				g.base[m] = append(g.base[m], 0)
+			}
+		}
+	}
+	for k := 0; k < keys; k++ {
+		g.addCells()
+	}
+	return g
+}
+
+// addKey makes room for one more key, whose base is 0.
+func (g *grid) addKey() {
+	g.addCells()
+	for m, ms := range g.measures {
+		if ms.Func.Running() {
+			g.base[m] = append(g.base[m], 0)
+		}
+	}
+}
+
+func (g *grid) addCells() {
+	g.count = append(g.count, make([]int64, g.days)...)
+	for m, ms := range g.measures {
+		fill := int64(0)
+		switch ms.Func {
+		case Min:
+			fill = math.MaxInt64
+		case Max:
+			fill = math.MinInt64
+		}
+		for range g.days {
+			g.vals[m] = append(g.vals[m], fill)
+		}
+		if ms.Func == Min || ms.Func == Max {
+			g.has[m] = append(g.has[m], make([]bool, g.days)...)
+		}
+	}
+}
+
+func (g *grid) keys() int { return len(g.count) / int(max(g.days, 1)) }
+
+// errNewKey: an incremental run met a key the output does not hold, which
+// needs rows from the snapshot day on.
+var errNewKey = errors.New("a key the output does not hold yet")
+
+// tally counts, per row group, what happened to its events.
+type tally struct {
+	read, excluded, after, nullTime int64
+}
+
+// add aggregates one row group of events: keyCols, the time column's day
+// numbers and the measure columns (nil for count()). Rows dated on or
+// before the snapshot day are counted as excluded, rows after the last day
+// as after, rows before first (an incremental run's start, already in the
+// base) are skipped. onRow, when not nil, is told each counted row's key
+// and day.
+func (g *grid) add(ki *keyIndex, keyCols []*colData, days []int64, dayValid []bool, ms []*colData, snapDay int64, allowNew bool, t *tally, onRow func(k int32, day int64)) error {
+	n := len(days)
+	g.cells = g.cells[:0]
+	last := g.first + g.days - 1
+	for i := 0; i < n; i++ {
+		t.read++
+		d := days[i]
+		switch {
+		case !dayValid[i]:
+			t.nullTime++
+			g.cells = append(g.cells, -1)
+			continue
+		case d <= snapDay:
+			t.excluded++
+			g.cells = append(g.cells, -1)
+			continue
+		case d > last:
+			t.after++
+			g.cells = append(g.cells, -1)
+			continue
+		case d < g.first:
+			g.cells = append(g.cells, -1)
+			continue
+		}
+		k := ki.lookup(keyCols, i)
+		if k < 0 {
+			if !allowNew {
+				return errNewKey
+			}
+			k = ki.add(keyCols, i)
+			g.addKey()
+		}
+		if onRow != nil {
+			onRow(k, d)
+		}
+		g.cells = append(g.cells, int64(k)*g.days+d-g.first)
+	}
+	for _, c := range g.cells {
+		if c >= 0 {
+			g.count[c]++
+		}
+	}
+	for m, col := range ms {
+		if col == nil {
+			continue
+		}
+		g.fold(m, col)
+	}
+	return nil
+}
+
+// fold aggregates one measure column into its cells: one loop per function.
+func (g *grid) fold(m int, col *colData) {
+	v, x, ok := g.vals[m], col.ints, col.valid
+	switch g.measures[m].Func {
+	case Sum, SumDay:
+		for i, c := range g.cells {
+			if c >= 0 && ok[i] {
+				v[c] += x[i]
+			}
+		}
+	case Min:
+		h := g.has[m]
+		for i, c := range g.cells {
+			if c >= 0 && ok[i] {
+				v[c] = min(v[c], x[i])
+				h[c] = true
+			}
+		}
+	case Max:
+		h := g.has[m]
+		for i, c := range g.cells {
+			if c >= 0 && ok[i] {
+				v[c] = max(v[c], x[i])
+				h[c] = true
+			}
+		}
+	}
+}
+
+// rows returns day d's output rows: the key values, the date, then each
+// measure. running holds each running measure's total per key through day
+// d-1 and is advanced to d.
+func (g *grid) rows(ki *keyIndex, d int64, running [][]int64) [][]any {
+	keys := g.keys()
+	out := make([][]any, keys)
+	date := dayTime(d)
+	off := d - g.first
+	for k := 0; k < keys; k++ {
+		kv := ki.vals[k]
+		row := make([]any, 0, len(kv)+1+len(g.measures))
+		row = append(row, kv...)
+		row = append(row, date)
+		c := int64(k)*g.days + off
+		for m, ms := range g.measures {
+			switch ms.Func {
+			case Sum:
+				running[m][k] += g.vals[m][c]
+				row = append(row, running[m][k])
+			case SumDay:
+				row = append(row, g.vals[m][c])
+			case Count:
+				row = append(row, g.count[c])
+			default:
+				if g.has[m][c] {
+					row = append(row, g.vals[m][c])
+				} else {
+					row = append(row, nil)
+				}
+			}
+		}
+		out[k] = row
+	}
+	return out
+}
+
+// startTotals returns each running measure's totals per key before the
+// first day: the base (nil for per-day measures).
+func (g *grid) startTotals() [][]int64 {
+	out := make([][]int64, len(g.measures))
+	for m, ms := range g.measures {
+		if ms.Func.Running() {
+			out[m] = append([]int64(nil), g.base[m]...)
+		}
+	}
+	return out
+}

@@ -1,0 +1,246 @@
+package rollup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/sluice-data/sluice/catalog"
+	"github.com/sluice-data/sluice/cloud"
+	"github.com/sluice-data/sluice/internal/pqio"
+)
+
+// colData is one column of one row group, decoded into a typed slice: no
+// value goes through an interface.
+type colData struct {
+	typ catalog.Type
+	// ints holds int32, int64, bool (0/1), date (days since 1970-01-01)
+	// and timestamp (microseconds since 1970-01-01 UTC) values.
+	ints []int64
+	// bytes holds string, uuid (canonical text) and binary values back to
+	// back; value i is bytes[offs[i]:offs[i+1]].
+	bytes []byte
+	offs  []int32
+	// valid[i] is false for a NULL.
+	valid []bool
+}
+
+func (d *colData) reset(typ catalog.Type) {
+	d.typ = typ
+	d.ints, d.bytes, d.offs, d.valid = d.ints[:0], d.bytes[:0], append(d.offs[:0], 0), d.valid[:0]
+}
+
+func (d *colData) value(i int) []byte { return d.bytes[d.offs[i]:d.offs[i+1]] }
+
+func isBytes(k catalog.Kind) bool {
+	return k == catalog.KindString || k == catalog.KindUUID || k == catalog.KindBinary
+}
+
+// integer tells whether a column of kind k is a measure rollup sums.
+func integer(k catalog.Kind) bool { return k == catalog.KindInt32 || k == catalog.KindInt64 }
+
+// readChunk appends every value of one column chunk to d, converted by
+// the column's physical type once per batch of values.
+func readChunk(c parquet.ColumnChunk, pc pqio.ParquetColumn, d *colData, buf []parquet.Value) error {
+	r := parquet.NewColumnChunkValueReader(c)
+	defer r.Close()
+	k := pc.Type.Kind
+	for {
+		n, err := r.ReadValues(buf)
+		vals := buf[:n]
+		for _, v := range vals {
+			d.valid = append(d.valid, !v.IsNull())
+		}
+		switch {
+		case isBytes(k):
+			for _, v := range vals {
+				if !v.IsNull() {
+					if k == catalog.KindUUID && pc.Kind == parquet.FixedLenByteArray {
+						d.bytes = append(d.bytes, formatUUID(v.ByteArray())...)
+					} else {
+						d.bytes = append(d.bytes, v.ByteArray()...)
+					}
+				}
+				d.offs = append(d.offs, int32(len(d.bytes)))
+			}
+		case k == catalog.KindBool:
+			for _, v := range vals {
+				d.ints = append(d.ints, int64(boolInt(!v.IsNull() && v.Boolean())))
+			}
+		case k == catalog.KindTimestamp && pc.Kind == parquet.Int96:
+			for _, v := range vals {
+				x := int64(0)
+				if !v.IsNull() {
+					x = int96Micros(v.Int96())
+				}
+				d.ints = append(d.ints, x)
+			}
+		case k == catalog.KindTimestamp:
+			unit := pc.Unit
+			for _, v := range vals {
+				x := v.Int64()
+				switch unit {
+				case 1e3:
+					x *= 1000
+				case 1e9:
+					x = floorDiv(x, 1000)
+				}
+				d.ints = append(d.ints, x)
+			}
+		case pc.Kind == parquet.Int32 && k == catalog.KindInt64: // UINT32
+			for _, v := range vals {
+				d.ints = append(d.ints, int64(uint32(v.Int32())))
+			}
+		case pc.Kind == parquet.Int32:
+			for _, v := range vals {
+				d.ints = append(d.ints, int64(v.Int32()))
+			}
+		case pc.Kind == parquet.Int64:
+			for _, v := range vals {
+				d.ints = append(d.ints, v.Int64())
+			}
+		default:
+			return fmt.Errorf("column %q: rollup does not read %s columns", pc.Name, pc.Type)
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// scanFile calls fn once per row group of the Parquet file at key with the
+// named columns decoded (cols[i] is want[i]), reading only their pages. A
+// column the file lacks reads as NULL on every row, as a nullable column
+// added to a table later does. The context is checked per row group.
+//
+// check, when not nil, is given the file's schema before any data is read.
+func scanFile(ctx context.Context, st cloud.Store, key string, size int64, want []catalog.Column, check func(catalog.Schema) error, fn func(cols []*colData, rows int) error) error {
+	f, err := pqio.OpenParquetFile(key, pqio.NewReaderAt(ctx, st, key, size), size)
+	if err != nil {
+		return err
+	}
+	schema, pcs, _, err := pqio.DescribeParquetFile(key, f)
+	if err != nil {
+		return err
+	}
+	if check != nil {
+		if err := check(schema); err != nil {
+			return err
+		}
+	}
+	idx := make([]int, len(want))
+	for i, w := range want {
+		idx[i] = -1
+		for j := range pcs {
+			if pcs[j].Name == w.Name {
+				idx[i] = j
+			}
+		}
+		if j := idx[i]; j >= 0 && pcs[j].Type.Kind != w.Type.Kind && !(w.Type.Kind == catalog.KindInt64 && pcs[j].Type.Kind == catalog.KindInt32) {
+			return fmt.Errorf("%s: %w: column %q: the file has %s, the table %s", key, pqio.ErrIncompatibleSchema, w.Name, pcs[j].Type, w.Type)
+		}
+	}
+	cols := make([]*colData, len(want))
+	for i := range cols {
+		cols[i] = &colData{}
+	}
+	buf := make([]parquet.Value, 4096)
+	var fnErr error
+	err = pqio.NoPanic(func() error {
+		for g, rg := range f.RowGroups() {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			n := int(rg.NumRows())
+			for i, w := range want {
+				cols[i].reset(w.Type)
+				if idx[i] < 0 {
+					cols[i].valid = append(cols[i].valid, make([]bool, n)...)
+					cols[i].ints = append(cols[i].ints, make([]int64, n)...)
+					cols[i].offs = append(cols[i].offs, make([]int32, n)...)
+					continue
+				}
+				pc := pcs[idx[i]]
+				if err := readChunk(rg.ColumnChunks()[pc.Leaf], pc, cols[i], buf); err != nil {
+					return fmt.Errorf("row group %d: column %q: %w", g, w.Name, err)
+				}
+				if len(cols[i].valid) != n {
+					return fmt.Errorf("row group %d: column %q: %d values for %d rows", g, w.Name, len(cols[i].valid), n)
+				}
+			}
+			if err := fn(cols, n); err != nil {
+				fnErr = err
+				return err
+			}
+		}
+		return nil
+	})
+	if fnErr != nil {
+		return fnErr
+	}
+	if err != nil {
+		return fmt.Errorf("read %s: %w", st.URL(key), err)
+	}
+	return nil
+}
+
+// dayer turns times into day numbers (days since 1970-01-01 of the date in
+// a time zone), caching the zone offset over the span it holds for.
+type dayer struct {
+	loc    *time.Location
+	lo, hi int64 // microseconds: the cached offset holds in [lo, hi)
+	off    int64 // microseconds east of UTC
+}
+
+const microsPerDay = 86400 * 1e6
+
+func (z *dayer) day(us int64) int64 {
+	if z.loc == time.UTC {
+		return floorDiv(us, microsPerDay)
+	}
+	if us < z.lo || us >= z.hi {
+		t := time.UnixMicro(us).In(z.loc)
+		_, off := t.Zone()
+		start, end := t.ZoneBounds()
+		z.off = int64(off) * 1e6
+		z.lo, z.hi = minTime, maxTime
+		if !start.IsZero() {
+			z.lo = start.UnixMicro()
+		}
+		if !end.IsZero() {
+			z.hi = end.UnixMicro()
+		}
+	}
+	return floorDiv(us+z.off, microsPerDay)
+}
+
+const (
+	minTime = -1 << 63
+	maxTime = 1<<63 - 1
+)
+
+// dayTime is day d's date as a time.Time, as catalog writes a DATE.
+func dayTime(d int64) time.Time { return time.Unix(d*86400, 0).UTC() }
+
+// dayString is day d as YYYY-MM-DD.
+func dayString(d int64) string { return dayTime(d).Format(time.DateOnly) }
+
+// dayOfDate is the day number of t's date, whatever its zone.
+func dayOfDate(t time.Time) int64 {
+	y, m, dd := t.Date()
+	return floorDiv(time.Date(y, m, dd, 0, 0, 0, 0, time.UTC).Unix(), 86400)
+}
