@@ -14,14 +14,32 @@ import (
 
 // recorder keeps the bytes a csv.Reader consumed, so each record's raw
 // text can be quarantined as it was.
+//
+// It also bounds a record's memory: encoding/csv reads a whole record,
+// however long, before it returns it, so a record past --max-record-bytes
+// (a quote that opened a field and never closed, a file that is no CSV)
+// could take memory far beyond --memory. When the bytes of one record
+// exceed limit, Read fails with errCSVRecordTooLong, and the file fails
+// whole: the reader cannot find where the next record starts.
 type recorder struct {
-	r    io.Reader
-	buf  []byte
-	base int64 // input offset of buf[0]
-	eof  bool  // r has returned io.EOF
+	r     io.Reader
+	buf   []byte
+	base  int64 // input offset of buf[0]
+	eof   bool  // r has returned io.EOF
+	limit int   // the most bytes buf may hold; 0 for no limit
 }
 
+// errCSVRecordTooLong is Read's error for a record longer than the limit.
+var errCSVRecordTooLong = errors.New("a CSV record is longer than the record limit (--max-record-bytes)")
+
+// csvReadSlack is how far past the record limit buf may grow: what
+// csv.Reader's own buffer may have read ahead of the record's end.
+const csvReadSlack = 64 << 10
+
 func (rc *recorder) Read(p []byte) (int, error) {
+	if rc.limit > 0 && len(rc.buf) > rc.limit+csvReadSlack {
+		return 0, errCSVRecordTooLong
+	}
 	n, err := rc.r.Read(p)
 	rc.buf = append(rc.buf, p[:n]...)
 	if err == io.EOF {
@@ -45,7 +63,7 @@ func (rc *recorder) take(end int64) []byte {
 }
 
 func (d *decoder) decodeCSV(ctx context.Context, r io.Reader, emit emitFunc) error {
-	rec := &recorder{r: r}
+	rec := &recorder{r: r, limit: d.maxBytes}
 	cr := csv.NewReader(rec)
 	cr.LazyQuotes = true
 	cr.ReuseRecord = true
@@ -95,6 +113,8 @@ func (d *decoder) decodeCSV(ctx context.Context, r io.Reader, emit emitFunc) err
 		case errors.As(err, &pe) && pe.Err != nil && (errors.Is(pe.Err, csv.ErrQuote) || errors.Is(pe.Err, csv.ErrBareQuote)):
 			line = int64(pe.StartLine)
 			bad = badRecord("malformed CSV: %s", pe.Err)
+		case errors.Is(err, errCSVRecordTooLong):
+			return fmt.Errorf("CSV record %d after the header: %w (%d bytes)", n, err, d.maxBytes)
 		default:
 			return err
 		}

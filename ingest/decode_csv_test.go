@@ -111,3 +111,55 @@ func TestDecodeCSVFailsAHeaderNamingAColumnTwice(t *testing.T) {
 		})
 	}
 }
+
+// Regression (issue 13, item 5): encoding/csv reads a whole record before
+// it hands it on, so one record far past --max-record-bytes (here a quote
+// opened and closed 4 MiB later) took memory far beyond --memory: a 200
+// MiB record at --memory 128MiB peaked at 938 MB. The recorder stops it
+// once it holds more than the limit, and the file fails, named by the
+// record; records up to the limit still read.
+func TestDecodeCSVStopsARecordPastTheLimit(t *testing.T) {
+	schema, err := catalog.ParseSchema("a:int64,b:string?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := DefaultOptions()
+	o.MaxRecordBytes = 64 << 10
+	d := newDecoder(schema, o)
+	long := strings.Repeat("x", 4<<20)
+	fits := strings.Repeat("y", 60<<10)
+	before := "a,b\n1," + fits + "\n"
+	file := before + "2,\"" + long + "\"\n3,z\n"
+	var reader countingReader
+	reader.r = strings.NewReader(file)
+	n := 0
+	err = d.decodeCSV(context.Background(), &reader, func(_ int64, _ []byte, _ []any, bad error) error {
+		if bad != nil {
+			t.Errorf("record %d quarantined: %v", n+1, bad)
+		}
+		n++
+		return nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "CSV record 2 after the header") || !strings.Contains(err.Error(), "--max-record-bytes") {
+		t.Fatalf("error %v, want the file to fail naming record 2 and the record limit", err)
+	}
+	if n != 1 {
+		t.Errorf("%d records handed on, want the 1 before the long one", n)
+	}
+	// What came before, the limit, the slack, and one read of csv's buffer.
+	if max := int64(len(before) + o.MaxRecordBytes + csvReadSlack + 64<<10); reader.n > max {
+		t.Errorf("read %d bytes of the 4 MiB record before stopping, want at most %d", reader.n, max)
+	}
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
