@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -298,5 +297,3 @@ func sameRows(t *testing.T, what string, got, want []string) {
 	}
 	t.Fatalf("%s: %d rows, want %d; unexpected %q; missing %q", what, len(got), len(want), extra, missing)
 }
-
-func exists(path string) bool { _, err := os.Stat(path); return err == nil }
