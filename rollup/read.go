@@ -60,7 +60,7 @@ func readChunk(c parquet.ColumnChunk, pc pqio.ParquetColumn, d *colData, buf []p
 			for _, v := range vals {
 				if !v.IsNull() {
 					if k == catalog.KindUUID && pc.Kind == parquet.FixedLenByteArray {
-						d.bytes = append(d.bytes, formatUUID(v.ByteArray())...)
+						d.bytes = append(d.bytes, pqio.FormatUUID(v.ByteArray())...)
 					} else {
 						d.bytes = append(d.bytes, v.ByteArray()...)
 					}
@@ -75,7 +75,7 @@ func readChunk(c parquet.ColumnChunk, pc pqio.ParquetColumn, d *colData, buf []p
 			for _, v := range vals {
 				x := int64(0)
 				if !v.IsNull() {
-					x = int96Micros(v.Int96())
+					x = pqio.Int96Micros(v.Int96())
 				}
 				d.ints = append(d.ints, x)
 			}
@@ -87,7 +87,7 @@ func readChunk(c parquet.ColumnChunk, pc pqio.ParquetColumn, d *colData, buf []p
 				case 1e3:
 					x *= 1000
 				case 1e9:
-					x = floorDiv(x, 1000)
+					x = pqio.FloorDiv(x, 1000)
 				}
 				d.ints = append(d.ints, x)
 			}
@@ -210,7 +210,7 @@ const microsPerDay = 86400 * 1e6
 
 func (z *dayer) day(us int64) int64 {
 	if z.loc == time.UTC {
-		return floorDiv(us, microsPerDay)
+		return pqio.FloorDiv(us, microsPerDay)
 	}
 	if us < z.lo || us >= z.hi {
 		t := time.UnixMicro(us).In(z.loc)
@@ -225,7 +225,7 @@ func (z *dayer) day(us int64) int64 {
 			z.hi = end.UnixMicro()
 		}
 	}
-	return floorDiv(us+z.off, microsPerDay)
+	return pqio.FloorDiv(us+z.off, microsPerDay)
 }
 
 const (
@@ -242,5 +242,5 @@ func dayString(d int64) string { return dayTime(d).Format(time.DateOnly) }
 // dayOfDate is the day number of t's date, whatever its zone.
 func dayOfDate(t time.Time) int64 {
 	y, m, dd := t.Date()
-	return floorDiv(time.Date(y, m, dd, 0, 0, 0, 0, time.UTC).Unix(), 86400)
+	return pqio.FloorDiv(time.Date(y, m, dd, 0, 0, 0, 0, time.UTC).Unix(), 86400)
 }

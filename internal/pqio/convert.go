@@ -53,7 +53,7 @@ func Converter(c ParquetColumn, tc Column, to parquet.Type) (func(parquet.Value)
 		switch {
 		case c.Kind == parquet.Int96:
 			return func(v parquet.Value) (parquet.Value, error) {
-				return parquet.Int64Value(int96Micros(v.Int96())), nil
+				return parquet.Int64Value(Int96Micros(v.Int96())), nil
 			}, nil
 		case c.Kind == parquet.Int64 && c.Unit == 1e6:
 			return nil, nil
@@ -61,7 +61,7 @@ func Converter(c ParquetColumn, tc Column, to parquet.Type) (func(parquet.Value)
 			return func(v parquet.Value) (parquet.Value, error) { return parquet.Int64Value(v.Int64() * 1000), nil }, nil
 		case c.Kind == parquet.Int64 && c.Unit == 1e9:
 			return func(v parquet.Value) (parquet.Value, error) {
-				return parquet.Int64Value(floorDiv(v.Int64(), 1000)), nil
+				return parquet.Int64Value(FloorDiv(v.Int64(), 1000)), nil
 			}, nil
 		}
 	case KindString, KindUUID:
@@ -70,7 +70,7 @@ func Converter(c ParquetColumn, tc Column, to parquet.Type) (func(parquet.Value)
 			return nil, nil
 		case from.Kind == KindUUID && c.Kind == parquet.FixedLenByteArray:
 			return func(v parquet.Value) (parquet.Value, error) {
-				return parquet.ByteArrayValue([]byte(formatUUID(v.ByteArray()))), nil
+				return parquet.ByteArrayValue([]byte(FormatUUID(v.ByteArray()))), nil
 			}, nil
 		}
 	case KindBinary:

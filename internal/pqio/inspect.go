@@ -491,7 +491,7 @@ func (c *fileColumn) decoder() func(parquet.Value) any {
 		case 1e3:
 			return func(v parquet.Value) any { return time.UnixMilli(v.Int64()).UTC() }
 		case 1e9:
-			return func(v parquet.Value) any { return time.UnixMicro(floorDiv(v.Int64(), 1000)).UTC() }
+			return func(v parquet.Value) any { return time.UnixMicro(FloorDiv(v.Int64(), 1000)).UTC() }
 		default:
 			return func(v parquet.Value) any { return time.UnixMicro(v.Int64()).UTC() }
 		}
@@ -499,7 +499,7 @@ func (c *fileColumn) decoder() func(parquet.Value) any {
 		return func(v parquet.Value) any { return string(v.ByteArray()) }
 	case KindUUID:
 		if c.phys == format.FixedLenByteArray {
-			return func(v parquet.Value) any { return formatUUID(v.ByteArray()) }
+			return func(v parquet.Value) any { return FormatUUID(v.ByteArray()) }
 		}
 		return func(v parquet.Value) any { return string(v.ByteArray()) }
 	case KindDecimal:
@@ -524,22 +524,22 @@ const julianUnixEpoch = 2440588
 // then 4 bytes of Julian day, little endian) to a UTC time at microsecond
 // precision.
 func int96Time(i deprecated.Int96) time.Time {
-	return time.UnixMicro(int96Micros(i)).UTC()
+	return time.UnixMicro(Int96Micros(i)).UTC()
 }
 
-// int96Micros converts an INT96 timestamp (Spark's legacy encoding: 8
+// Int96Micros converts an INT96 timestamp (Spark's legacy encoding: 8
 // bytes of nanoseconds of the day, then 4 bytes of Julian day, little
 // endian) to microseconds since the Unix epoch, rounding toward the past.
-func int96Micros(i deprecated.Int96) int64 {
+func Int96Micros(i deprecated.Int96) int64 {
 	nanos := int64(uint64(i[1])<<32 | uint64(i[0]))
 	days := int64(i[2]) - julianUnixEpoch
-	return days*86400_000_000 + floorDiv(nanos, 1000)
+	return days*86400_000_000 + FloorDiv(nanos, 1000)
 }
 
-// floorDiv divides rounding toward negative infinity, as time units are
+// FloorDiv divides rounding toward negative infinity, as time units are
 // converted (a nanosecond before the epoch is in the microsecond before
 // it).
-func floorDiv(a, b int64) int64 {
+func FloorDiv(a, b int64) int64 {
 	q := a / b
 	if (a%b != 0) && ((a < 0) != (b < 0)) {
 		q--
@@ -547,9 +547,9 @@ func floorDiv(a, b int64) int64 {
 	return q
 }
 
-// formatUUID renders 16 bytes (Parquet's UUID logical type) as the
+// FormatUUID renders 16 bytes (Parquet's UUID logical type) as the
 // canonical 8-4-4-4-12 text; other lengths as plain hex.
-func formatUUID(b []byte) string {
+func FormatUUID(b []byte) string {
 	if len(b) != 16 {
 		return hex.EncodeToString(b)
 	}

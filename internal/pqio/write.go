@@ -405,7 +405,7 @@ func columnNode(c Column) (parquet.Node, func(any) (parquet.Value, error), error
 		n = parquet.Date()
 		// The UTC day of the value: a date is held as UTC midnight.
 		enc = check(func(v any) parquet.Value {
-			return parquet.Int32Value(int32(floorDiv(v.(time.Time).Unix(), 86400)))
+			return parquet.Int32Value(int32(FloorDiv(v.(time.Time).Unix(), 86400)))
 		})
 	case KindTimestamp:
 		n = parquet.Timestamp(parquet.Microsecond)
