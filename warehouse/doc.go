@@ -19,7 +19,14 @@
 // Not carried by the swap: indexes, constraints, triggers, row-level
 // security policies and column privileges of NAME (the new table has the
 // table's columns and nothing else); a materialized view on NAME fails the
-// publish before the swap. Redshift and SQLite are not built yet.
+// publish before the swap.
+//
+// SQLite (modernc.org/sqlite, pure Go) takes a file: in WAL mode readers
+// read a snapshot and never wait, and DDL is transactional, so NAME_new is
+// loaded and swapped in one write transaction (the write lock doubles as
+// the advisory lock); RENAME runs with legacy_alter_table so views, bound
+// by name, read the new NAME. Types are mapped in sqlitetypes.go.
+// Redshift is not built yet.
 //
 // warehouse imports catalog and internal/pqio of this module only: the
 // catalog lists a version's live files, pqio reads their rows; it never

@@ -189,7 +189,7 @@ func load(ctx context.Context, conn *pgx.Conn, t *catalog.Table, m *catalog.Mani
 	for i, c := range schema.Columns {
 		names[i] = c.Name
 	}
-	src := newRowSource(ctx, t, schema, files)
+	src := newRowSource(ctx, t, schema, files, pgConverters(schema))
 	defer src.close()
 	var counted copySource = src
 	if progress != nil {

@@ -14,7 +14,8 @@ import (
 // Options say where and how to publish.
 type Options struct {
 	// To is the warehouse URL: postgres://user[:password]@host[:port]/db
-	// (or postgresql://). The password may also come from PGPASSWORD or
+	// (or postgresql://), or sqlite:///path/warehouse.db (a file, created
+	// when missing). The password may also come from PGPASSWORD or
 	// ~/.pgpass; it is never logged or returned in an error.
 	To string
 	// As is the target table: NAME or SCHEMA.NAME, plain identifiers,
@@ -99,9 +100,13 @@ func Publish(ctx context.Context, t *catalog.Table, o Options) (Result, error) {
 	case "redshift":
 		return Result{}, fmt.Errorf("publishing to redshift:// is %w (postgres:// is)", ErrNotBuilt)
 	case "sqlite":
-		return Result{}, fmt.Errorf("publishing to sqlite:// is %w (postgres:// is)", ErrNotBuilt)
+		path, perr := sqlitePath(u)
+		if perr != nil {
+			return Result{}, perr
+		}
+		res, err = publishSQLite(ctx, t, tgt, path, o)
 	default:
-		return Result{}, errors.New("warehouse URL: want postgres://user@host/db (redshift:// and sqlite:// are not built yet)")
+		return Result{}, errors.New("warehouse URL: want postgres://user@host/db or sqlite:///path/warehouse.db (redshift:// is not built yet)")
 	}
 	res.Seconds = time.Since(start).Seconds()
 	return res, err

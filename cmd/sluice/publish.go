@@ -18,8 +18,8 @@ func (a *app) publishCommand() *cobra.Command {
 		lockTimeout time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "publish TABLE --to postgres://... --as NAME [--keep-old] [--lock-timeout 5s] [--force]",
-		Short: "Load a table into PostgreSQL with a _new/_old swap",
+		Use:   "publish TABLE --to postgres://...|sqlite:///path.db --as NAME [--keep-old] [--lock-timeout 5s] [--force]",
+		Short: "Load a table into PostgreSQL or a SQLite file with a _new/_old swap",
 		Long: `Load the latest version of TABLE into the warehouse --to as the table --as
 (NAME or SCHEMA.NAME, plain identifiers, folded to lower case): build
 NAME_new by binary COPY, streamed from the table's files, then in one
@@ -32,8 +32,18 @@ longer. The version published is recorded in sluice_published beside NAME:
 publishing it again does nothing (--force reloads).
 
 The password comes from the URL, PGPASSWORD or ~/.pgpass and is never
-printed. redshift:// and sqlite:// are not built yet.`,
-		Example: `  sluice publish ./lake/events --to postgres://loader@db/analytics --as events
+printed.
+
+--to sqlite:///path/warehouse.db publishes into a SQLite file (created when
+missing; no server), put in WAL mode so readers never wait: NAME_new is
+loaded and swapped in one write transaction, views on NAME read the new
+table, and --lock-timeout bounds each wait for another writer. Timestamps
+are stored as UTC text 'YYYY-MM-DD HH:MM:SS.ffffff', dates 'YYYY-MM-DD',
+decimals as text at full precision, uuids as lower-case text, booleans as
+0/1; a NaN is refused (SQLite would store NULL). redshift:// is not built
+yet.`,
+		Example: `  sluice publish ./lake/events --to sqlite:///srv/warehouse.db --as events
+  sluice publish ./lake/events --to postgres://loader@db/analytics --as events
   PGPASSWORD=... sluice publish s3://lake/events --to postgres://loader@db/analytics --as mart.events --json`,
 		Args: exactArgs(1, "TABLE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -71,7 +81,7 @@ printed. redshift:// and sqlite:// are not built yet.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&to, "to", "", "warehouse URL: postgres://user@host[:port]/db")
+	f.StringVar(&to, "to", "", "warehouse URL: postgres://user@host[:port]/db or sqlite:///path/warehouse.db")
 	f.StringVar(&as, "as", "", "target table: NAME or SCHEMA.NAME")
 	f.BoolVar(&keepOld, "keep-old", false, "keep the replaced table as NAME_old")
 	f.BoolVar(&force, "force", false, "reload even when the version is already published")

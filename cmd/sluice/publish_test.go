@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	_ "modernc.org/sqlite"
 
 	"github.com/sluice-data/sluice/internal/testenv"
 )
@@ -114,5 +116,34 @@ func TestPublishCommandBadInput(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPublishCommandSQLite: publish into a SQLite file with --json, the
+// rows are there, and a republish says nothing changed.
+func TestPublishCommandSQLite(t *testing.T) {
+	dir := t.TempDir()
+	land, loc := filepath.Join(dir, "landing"), filepath.Join(dir, "events")
+	initEvents(t, loc)
+	writeEvents(t, land, "a.jsonl", 0, 120)
+	mustSluice(t, "ingest", loc, "--from", land)
+	to := "sqlite://" + filepath.Join(dir, "warehouse.db")
+	s := summaryOf(t, mustSluice(t, "publish", loc, "--to", to, "--as", "events", "--json"))
+	for k, want := range map[string]any{"target": "main.events", "version": 2.0, "unchanged": false, "rows": 120.0} {
+		if s[k] != want {
+			t.Errorf("summary %s = %v, want %v (%v)", k, s[k], want, s)
+		}
+	}
+	if s = summaryOf(t, mustSluice(t, "publish", loc, "--to", to, "--as", "events", "--json")); s["unchanged"] != true {
+		t.Fatalf("republish summary %v: want unchanged", s)
+	}
+	db, err := sql.Open("sqlite", filepath.Join(dir, "warehouse.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n, sum int64
+	if err := db.QueryRow("SELECT count(*), sum(list_id) FROM events").Scan(&n, &sum); err != nil || n != 120 || sum != 119*120/2 {
+		t.Fatalf("events: %d rows, sum %d (%v): want 120, %d", n, sum, err, 119*120/2)
 	}
 }
