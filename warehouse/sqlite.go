@@ -159,8 +159,7 @@ func isBusy(err error) bool {
 	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
 }
 
-// sqliteErr is err on one line: SQLite's messages are, but say what the
-// code means when the message does not.
+// sqliteErr is err printed on one line.
 func sqliteErr(err error) error { return oneLine{err} }
 
 // sqliteCheckTarget fails with ErrNotATable when tgt names a view (or an
