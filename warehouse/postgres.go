@@ -76,6 +76,7 @@ func publishPostgres(ctx context.Context, t *catalog.Table, tgt target, o Option
 	if _, err := conn.Exec(ctx, "ANALYZE "+tgt.with("_new").sql()); err != nil {
 		return res, fmt.Errorf("analyze %s: %w", tgt.with("_new"), err)
 	}
+	log.Info("analyzed: swapping", "table", tgt.with("_new").String())
 	rec := record{location: t.Location(), version: m.Version, rows: res.Rows, run: o.RunID}
 	if res.LockWait, res.Attempts, err = swap(ctx, conn, tgt, rec, o, log); err != nil {
 		return res, err
