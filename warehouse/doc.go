@@ -26,7 +26,14 @@
 // loaded and swapped in one write transaction (the write lock doubles as
 // the advisory lock); RENAME runs with legacy_alter_table so views, bound
 // by name, read the new NAME. Types are mapped in sqlitetypes.go.
-// Redshift is not built yet.
+//
+// Redshift (redshift://, the same wire protocol) has no COPY FROM STDIN: a
+// manifest of the version's live files is written beside the table (which
+// must be on S3) and, in one transaction, NAME_new is loaded by COPY ...
+// FORMAT AS PARQUET MANIFEST and renamed over NAME; Redshift's late-binding
+// views need no recreation. Only the statements are tested against
+// Redshift's documentation (golden files); everything PostgreSQL also
+// accepts is run against PostgreSQL.
 //
 // warehouse imports catalog and internal/pqio of this module only: the
 // catalog lists a version's live files, pqio reads their rows; it never

@@ -14,7 +14,7 @@ import (
 // Options say where and how to publish.
 type Options struct {
 	// To is the warehouse URL: postgres://user[:password]@host[:port]/db
-	// (or postgresql://), or sqlite:///path/warehouse.db (a file, created
+	// (or postgresql://), redshift://user[:password]@host[:5439]/db, or sqlite:///path/warehouse.db (a file, created
 	// when missing). The password may also come from PGPASSWORD or
 	// ~/.pgpass; it is never logged or returned in an error.
 	To string
@@ -22,6 +22,9 @@ type Options struct {
 	// folded to lower case. Without a schema, the connection's current
 	// schema.
 	As string
+	// IAMRole is the ARN of the role Redshift's COPY assumes to read the
+	// table's files (redshift:// only).
+	IAMRole string
 	// KeepOld keeps the replaced table as NAME_old instead of dropping it.
 	KeepOld bool
 	// Force reloads a version already published.
@@ -98,7 +101,7 @@ func Publish(ctx context.Context, t *catalog.Table, o Options) (Result, error) {
 	case "postgres", "postgresql":
 		res, err = publishPostgres(ctx, t, tgt, o)
 	case "redshift":
-		return Result{}, fmt.Errorf("publishing to redshift:// is %w (postgres:// is)", ErrNotBuilt)
+		res, err = publishRedshift(ctx, t, tgt, u, o, execCopy)
 	case "sqlite":
 		path, perr := sqlitePath(u)
 		if perr != nil {
@@ -106,7 +109,7 @@ func Publish(ctx context.Context, t *catalog.Table, o Options) (Result, error) {
 		}
 		res, err = publishSQLite(ctx, t, tgt, path, o)
 	default:
-		return Result{}, errors.New("warehouse URL: want postgres://user@host/db or sqlite:///path/warehouse.db (redshift:// is not built yet)")
+		return Result{}, errors.New("warehouse URL: want postgres://user@host/db, redshift://user@host:5439/db or sqlite:///path/warehouse.db")
 	}
 	res.Seconds = time.Since(start).Seconds()
 	return res, err

@@ -168,7 +168,7 @@ func TestPublishBadInput(t *testing.T) {
 		"sluice's own record table":    {to: url, as: "public.Sluice_Published", is: ErrInvalidName, want: "records"},
 		"a name too long for NAME_new": {to: url, as: strings.Repeat("n", 60), is: ErrInvalidName},
 		"a name that is a view":        {to: url, as: "a_view", is: ErrNotATable, want: "view"},
-		"redshift, not built":          {to: "redshift://u:" + secret + "@h/db", as: "t", is: ErrNotBuilt, want: "redshift"},
+		"redshift from a local table":  {to: "redshift://u:" + secret + "@h/db", as: "t", is: ErrNotOnS3, want: "s3://"},
 		"an unknown scheme":            {to: "mysql://h/db", as: "t", want: "postgres://"},
 		"a URL that does not parse":    {to: "postgres://u:" + secret + "@h:port/db", as: "t", want: "warehouse URL"},
 	}

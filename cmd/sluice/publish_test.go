@@ -82,11 +82,11 @@ func TestPublishCommandBadInput(t *testing.T) {
 		code int
 		want string
 	}{
-		"a wrong password":    {[]string{"--to", wrong, "--as", "events"}, 1, "password authentication failed"},
-		"an injecting name":   {[]string{"--to", url, "--as", "x; DROP TABLE y"}, 1, "invalid target name"},
-		"redshift":            {[]string{"--to", "redshift://u:" + secret + "@h/db", "--as", "events"}, 1, "redshift:// is not built yet"},
-		"no --as":             {[]string{"--to", url}, 2, "--as NAME"},
-		"a zero lock timeout": {[]string{"--to", url, "--as", "e", "--lock-timeout", "0s"}, 2, "--lock-timeout"},
+		"a wrong password":        {[]string{"--to", wrong, "--as", "events"}, 1, "password authentication failed"},
+		"an injecting name":       {[]string{"--to", url, "--as", "x; DROP TABLE y"}, 1, "invalid target name"},
+		"redshift, a local table": {[]string{"--to", "redshift://u:" + secret + "@h/db", "--as", "events", "--iam-role", "arn:aws:iam::123456789012:role/r"}, 1, "redshift loads only a table on s3://"},
+		"no --as":                 {[]string{"--to", url}, 2, "--as NAME"},
+		"a zero lock timeout":     {[]string{"--to", url, "--as", "e", "--lock-timeout", "0s"}, 2, "--lock-timeout"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			for _, json := range []bool{false, true} {
