@@ -78,6 +78,7 @@ func publishSQLite(ctx context.Context, t *catalog.Table, tgt target, path strin
 	if res.LockWait, res.Attempts, err = beginImmediate(ctx, conn, o, log); err != nil {
 		return res, err
 	}
+	log.Info("write lock taken: loading", "table", tgt.with("_new").String())
 	committed := false
 	defer func() {
 		if !committed {

@@ -7,7 +7,9 @@ import (
 	"math"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/sluice-data/sluice/catalog"
 )
@@ -155,5 +157,36 @@ func TestPublishSQLiteRefusesNaN(t *testing.T) {
 	}
 	if n := sqliteCount(t, openSQLite(t, path), "SELECT count(*) FROM sqlite_master"); n != 0 {
 		t.Fatalf("%d objects created by a failed publish", n)
+	}
+}
+
+// TestPublishSQLiteTwoAtOnce: two publishes of different tables to one
+// SQLite target at once both succeed, one after the other (the write
+// lock), and the target holds one of them whole.
+func TestPublishSQLiteTwoAtOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "w.db")
+	a := newTable(t, "x:int64", xRows(0, 20000))
+	b := newTable(t, "x:int64", xRows(0, 30000))
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i, tbl := range []*catalog.Table{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = Publish(context.Background(), tbl, Options{To: "sqlite://" + path, As: "facts", LockTimeout: 50 * time.Millisecond})
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	db := openSQLite(t, path)
+	if n := sqliteCount(t, db, "SELECT count(*) FROM facts"); n != 20000 && n != 30000 {
+		t.Fatalf("facts has %d rows: a mix", n)
+	}
+	if n := sqliteCount(t, db, "SELECT count(*) FROM sqlite_master WHERE name IN ('facts_new', 'facts_old')"); n != 0 {
+		t.Fatal("facts_new or facts_old left behind")
 	}
 }

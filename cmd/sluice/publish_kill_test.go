@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -180,5 +181,108 @@ func waitForCopy(t *testing.T, conn *pgx.Conn, exited <-chan error) bool {
 			return false
 		case <-time.After(2 * time.Millisecond):
 		}
+	}
+}
+
+// TestPublishSQLiteSurvivesKill9: the sluice binary publishing to a SQLite
+// file is killed with SIGKILL at a random point after it took the write
+// lock (logged), up to a whole load's time later: the target holds one
+// whole version, and the next publish succeeds and leaves no _new or _old
+// (load and swap share one transaction, so the kill leaves neither). 6
+// rounds, 3 under -short.
+func TestPublishSQLiteSurvivesKill9(t *testing.T) {
+	rounds := 6
+	if testing.Short() {
+		rounds = 3
+	}
+	dir := t.TempDir()
+	const rowsA, rowsB = 60_000, 90_000
+	tables := make([]string, 2)
+	whole := map[[2]int64]string{}
+	for i, n := range []int{rowsA, rowsB} {
+		loc, land := filepath.Join(dir, fmt.Sprint("t", i)), filepath.Join(dir, fmt.Sprint("land", i))
+		initEvents(t, loc)
+		writeEvents(t, land, "a.jsonl", 0, n)
+		mustSluice(t, "ingest", loc, "--from", land)
+		tables[i] = loc
+		whole[[2]int64{int64(n), int64(n-1) * int64(n) / 2}] = loc
+	}
+	path := filepath.Join(dir, "w.db")
+	to := "sqlite://" + path
+	began := time.Now()
+	mustSluice(t, "publish", tables[0], "--to", to, "--as", "events")
+	loadTime := time.Since(began)
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	state := func() (got [2]int64, leftover int64) {
+		t.Helper()
+		if err := db.QueryRow("SELECT count(*), coalesce(sum(list_id), 0) FROM events").Scan(&got[0], &got[1]); err != nil {
+			t.Fatalf("read events: %v", err)
+		}
+		if err := db.QueryRow("SELECT count(*) FROM sqlite_master WHERE name IN ('events_new', 'events_old')").Scan(&leftover); err != nil {
+			t.Fatal(err)
+		}
+		return got, leftover
+	}
+	outcomes := map[string]int{}
+	for r := range rounds {
+		next := tables[(r+1)%2]
+		cmd := exec.Command(sluiceBin, "publish", next, "--to", to, "--as", "events", "-v")
+		cmd.Env = append(os.Environ(), testenv.Env()...)
+		stderr, err := cmd.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		locked, drained := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(drained)
+			sc := bufio.NewScanner(stderr)
+			seen := false
+			for sc.Scan() {
+				if !seen && strings.Contains(sc.Text(), `"msg":"write lock taken: loading"`) {
+					seen = true
+					close(locked)
+				}
+			}
+			_, _ = io.Copy(io.Discard, stderr)
+			if !seen {
+				close(locked)
+			}
+		}()
+		<-locked
+		time.Sleep(rand.N(loadTime + time.Millisecond))
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		<-drained // Wait closes the pipe: read it to the end first
+		err = cmd.Wait()
+		outcome := "finished"
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && ee.Sys().(syscall.WaitStatus).Signal() == syscall.SIGKILL {
+			outcome = "killed"
+		} else if err != nil {
+			t.Fatalf("round %d: publish failed before the kill: %v", r, err)
+		}
+		got, leftover := state()
+		if whole[got] == "" || leftover != 0 {
+			t.Fatalf("round %d (%s): events holds count %d, sum %d, %d of _new/_old: want one whole version, none left", r, outcome, got[0], got[1], leftover)
+		}
+		held := "old"
+		if whole[got] == next {
+			held = "new"
+		}
+		outcomes[outcome+", "+held+" version held"]++
+		mustSluice(t, "publish", next, "--to", to, "--as", "events")
+		if got, leftover := state(); whole[got] != next || leftover != 0 {
+			t.Fatalf("round %d: after the next publish events holds %v, %d of _new/_old left: want %s whole", r, got, leftover, next)
+		}
+	}
+	t.Logf("rounds by outcome: %v", outcomes)
+	if outcomes["killed, old version held"] == 0 {
+		t.Fatal("no round killed a publish before its commit")
 	}
 }
