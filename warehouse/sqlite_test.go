@@ -190,3 +190,43 @@ func TestPublishSQLiteTwoAtOnce(t *testing.T) {
 		t.Fatal("facts_new or facts_old left behind")
 	}
 }
+
+// TestPublishSQLiteLongReader: in WAL mode a reader's open transaction
+// does not hold a SQLite publish back (one attempt), and the reader keeps
+// its snapshot, the old rows, until it ends; then it reads the new ones.
+func TestPublishSQLiteLongReader(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "w.db")
+	to := "sqlite://" + path
+	tbl := newTable(t, "x:int64", xRows(0, 10))
+	mustPublish(t, tbl, Options{To: to, As: "facts"})
+	appendRows(t, tbl, xRows(10, 5))
+	db := openSQLite(t, path)
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	inTx := func() int64 {
+		var n int64
+		if err := tx.QueryRow("SELECT count(*) FROM facts").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := inTx(); n != 10 {
+		t.Fatalf("facts has %d rows, want 10", n)
+	}
+	res := mustPublish(t, tbl, Options{To: to, As: "facts", LockTimeout: 100 * time.Millisecond})
+	if res.Rows != 15 || res.Attempts != 1 {
+		t.Fatalf("result %+v: want 15 rows in one attempt", res)
+	}
+	if n := inTx(); n != 10 {
+		t.Fatalf("the long reader saw %d rows in its snapshot, want the old 10", n)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if n := sqliteCount(t, db, "SELECT count(*) FROM facts"); n != 15 {
+		t.Fatalf("facts has %d rows after the reader ended, want 15", n)
+	}
+}
