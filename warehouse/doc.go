@@ -35,7 +35,8 @@
 // Redshift's documentation (golden files); everything PostgreSQL also
 // accepts is run against PostgreSQL.
 //
-// warehouse imports catalog and internal/pqio of this module only: the
-// catalog lists a version's live files, pqio reads their rows; it never
-// writes to the table.
+// warehouse imports catalog, cloud and internal/pqio of this module only:
+// the catalog lists a version's live files, pqio reads their rows, cloud
+// writes the Redshift manifest into _sluice_publish/ beside the table; it
+// never writes the table's data or versions.
 package warehouse
