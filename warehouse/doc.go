@@ -19,9 +19,24 @@
 // Not carried by the swap: indexes, constraints, triggers, row-level
 // security policies and column privileges of NAME (the new table has the
 // table's columns and nothing else); a materialized view on NAME fails the
-// publish before the swap. Redshift and SQLite are not built yet.
+// publish before the swap.
 //
-// warehouse imports catalog and internal/pqio of this module only: the
-// catalog lists a version's live files, pqio reads their rows; it never
-// writes to the table.
+// SQLite (modernc.org/sqlite, pure Go) takes a file: in WAL mode readers
+// read a snapshot and never wait, and DDL is transactional, so NAME_new is
+// loaded and swapped in one write transaction (the write lock doubles as
+// the advisory lock); RENAME runs with legacy_alter_table so views, bound
+// by name, read the new NAME. Types are mapped in sqlitetypes.go.
+//
+// Redshift (redshift://, the same wire protocol) has no COPY FROM STDIN: a
+// manifest of the version's live files is written beside the table (which
+// must be on S3) and, in one transaction, NAME_new is loaded by COPY ...
+// FORMAT AS PARQUET MANIFEST and renamed over NAME; Redshift's late-binding
+// views need no recreation. Only the statements are tested against
+// Redshift's documentation (golden files); everything PostgreSQL also
+// accepts is run against PostgreSQL.
+//
+// warehouse imports catalog, cloud and internal/pqio of this module only:
+// the catalog lists a version's live files, pqio reads their rows, cloud
+// writes the Redshift manifest into _sluice_publish/ beside the table; it
+// never writes the table's data or versions.
 package warehouse

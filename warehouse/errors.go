@@ -13,8 +13,6 @@ var (
 	// ErrNotATable is a target name taken by something other than a
 	// table (a view, say): sluice will not replace it.
 	ErrNotATable = errors.New("target exists and is not a table")
-	// ErrNotBuilt is a warehouse kind sluice does not publish to yet.
-	ErrNotBuilt = errors.New("not built yet")
 	// ErrRowCount is a load whose row count differs from the table
 	// version's: the swap is not made.
 	ErrRowCount = errors.New("loaded row count differs from the table's")

@@ -76,6 +76,7 @@ func publishPostgres(ctx context.Context, t *catalog.Table, tgt target, o Option
 	if _, err := conn.Exec(ctx, "ANALYZE "+tgt.with("_new").sql()); err != nil {
 		return res, fmt.Errorf("analyze %s: %w", tgt.with("_new"), err)
 	}
+	log.Info("analyzed: swapping", "table", tgt.with("_new").String())
 	rec := record{location: t.Location(), version: m.Version, rows: res.Rows, run: o.RunID}
 	if res.LockWait, res.Attempts, err = swap(ctx, conn, tgt, rec, o, log); err != nil {
 		return res, err
@@ -189,7 +190,7 @@ func load(ctx context.Context, conn *pgx.Conn, t *catalog.Table, m *catalog.Mani
 	for i, c := range schema.Columns {
 		names[i] = c.Name
 	}
-	src := newRowSource(ctx, t, schema, files)
+	src := newRowSource(ctx, t, schema, files, pgConverters(schema))
 	defer src.close()
 	var counted copySource = src
 	if progress != nil {

@@ -14,13 +14,17 @@ import (
 // Options say where and how to publish.
 type Options struct {
 	// To is the warehouse URL: postgres://user[:password]@host[:port]/db
-	// (or postgresql://). The password may also come from PGPASSWORD or
+	// (or postgresql://), redshift://user[:password]@host[:5439]/db, or sqlite:///path/warehouse.db (a file, created
+	// when missing). The password may also come from PGPASSWORD or
 	// ~/.pgpass; it is never logged or returned in an error.
 	To string
 	// As is the target table: NAME or SCHEMA.NAME, plain identifiers,
 	// folded to lower case. Without a schema, the connection's current
 	// schema.
 	As string
+	// IAMRole is the ARN of the role Redshift's COPY assumes to read the
+	// table's files (redshift:// only).
+	IAMRole string
 	// KeepOld keeps the replaced table as NAME_old instead of dropping it.
 	KeepOld bool
 	// Force reloads a version already published.
@@ -97,11 +101,15 @@ func Publish(ctx context.Context, t *catalog.Table, o Options) (Result, error) {
 	case "postgres", "postgresql":
 		res, err = publishPostgres(ctx, t, tgt, o)
 	case "redshift":
-		return Result{}, fmt.Errorf("publishing to redshift:// is %w (postgres:// is)", ErrNotBuilt)
+		res, err = publishRedshift(ctx, t, tgt, u, o, execCopy)
 	case "sqlite":
-		return Result{}, fmt.Errorf("publishing to sqlite:// is %w (postgres:// is)", ErrNotBuilt)
+		path, perr := sqlitePath(u)
+		if perr != nil {
+			return Result{}, perr
+		}
+		res, err = publishSQLite(ctx, t, tgt, path, o)
 	default:
-		return Result{}, errors.New("warehouse URL: want postgres://user@host/db (redshift:// and sqlite:// are not built yet)")
+		return Result{}, errors.New("warehouse URL: want postgres://user@host/db, redshift://user@host:5439/db or sqlite:///path/warehouse.db")
 	}
 	res.Seconds = time.Since(start).Seconds()
 	return res, err

@@ -36,20 +36,24 @@ type rowSource struct {
 	rows   int64
 }
 
-// newRowSource starts reading files as schema. Call close when done.
-func newRowSource(ctx context.Context, t *catalog.Table, schema catalog.Schema, files []catalog.DataFile) *rowSource {
+// converter turns a value in catalog's Go representation into the one a
+// warehouse driver binds for the column.
+type converter = func(any) (any, error)
+
+// newRowSource starts reading files as schema, each value turned by the
+// column's converter. Call close when done.
+func newRowSource(ctx context.Context, t *catalog.Table, schema catalog.Schema, files []catalog.DataFile, conv []converter) *rowSource {
 	ctx, cancel := context.WithCancel(ctx)
 	ch := make(chan [][]any, batchesInFlight)
 	errc := make(chan error, 1)
 	go func() {
 		defer close(ch)
-		errc <- readFiles(ctx, t, schema, files, ch)
+		errc <- readFiles(ctx, t, schema, files, conv, ch)
 	}()
 	return &rowSource{ch: ch, errc: errc, cancel: cancel}
 }
 
-func readFiles(ctx context.Context, t *catalog.Table, schema catalog.Schema, files []catalog.DataFile, ch chan<- [][]any) error {
-	conv := converters(schema)
+func readFiles(ctx context.Context, t *catalog.Table, schema catalog.Schema, files []catalog.DataFile, conv []converter, ch chan<- [][]any) error {
 	batch := make([][]any, 0, batchRows)
 	send := func() error {
 		select {
@@ -159,10 +163,10 @@ func partitionFill(schema catalog.Schema, f catalog.DataFile) ([]any, error) {
 	return fill, nil
 }
 
-// converters turn a value in catalog's Go representation into one pgx
+// pgConverters turn a value in catalog's Go representation into one pgx
 // encodes in binary COPY as the column's PostgreSQL type.
-func converters(schema catalog.Schema) []func(any) (any, error) {
-	out := make([]func(any) (any, error), len(schema.Columns))
+func pgConverters(schema catalog.Schema) []converter {
+	out := make([]converter, len(schema.Columns))
 	for i, c := range schema.Columns {
 		switch c.Type.Kind {
 		case catalog.KindUUID:

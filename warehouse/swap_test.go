@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/internal/testenv"
 )
 
@@ -164,7 +168,7 @@ func TestPublishBadInput(t *testing.T) {
 		"sluice's own record table":    {to: url, as: "public.Sluice_Published", is: ErrInvalidName, want: "records"},
 		"a name too long for NAME_new": {to: url, as: strings.Repeat("n", 60), is: ErrInvalidName},
 		"a name that is a view":        {to: url, as: "a_view", is: ErrNotATable, want: "view"},
-		"redshift, not built":          {to: "redshift://u:" + secret + "@h/db", as: "t", is: ErrNotBuilt, want: "redshift"},
+		"redshift from a local table":  {to: "redshift://u:" + secret + "@h/db", as: "t", is: ErrNotOnS3, want: "s3://"},
 		"an unknown scheme":            {to: "mysql://h/db", as: "t", want: "postgres://"},
 		"a URL that does not parse":    {to: "postgres://u:" + secret + "@h:port/db", as: "t", want: "warehouse URL"},
 	}
@@ -193,29 +197,112 @@ func TestPublishBadInput(t *testing.T) {
 }
 
 // TestColumnWithoutMappingFailsFirst: a column type with no SQL mapping
-// fails before any statement, naming the column.
+// fails before any statement, naming the column, in every warehouse's
+// mapping. (Every type a table can hold today has one, so no table can
+// be made to show it through Publish.)
 func TestColumnWithoutMappingFailsFirst(t *testing.T) {
 	sc := mustSchema(t, "x:int64,y:string")
 	sc.Columns[1].Type.Kind = "interval"
-	_, err := columnDefs(sc)
-	if !errors.Is(err, ErrUnsupportedType) || !strings.Contains(err.Error(), `"y"`) {
-		t.Fatalf("columnDefs: %v, want ErrUnsupportedType naming y", err)
+	for name, defs := range map[string]func(catalog.Schema) (string, error){
+		"postgres": columnDefs, "sqlite": sqliteColumnDefs, "redshift": redshiftColumnDefs} {
+		_, err := defs(sc)
+		if !errors.Is(err, ErrUnsupportedType) || !strings.Contains(err.Error(), `column "y": interval`) {
+			t.Errorf("%s column defs: %v, want ErrUnsupportedType naming y", name, err)
+		}
 	}
 }
 
-// TestReadersSeeWholeTables: a reader querying count and sum in a loop
-// while publishes alternate two versions sees only one or the other.
+// TestReadersSeeWholeTables: a reader querying count and sum in a tight
+// loop, as a role granted only SELECT, while 20 publishes alternate two
+// versions, sees only one or the other, never an error (the role keeps
+// its grant through every swap); a view on the table shows the version
+// just published after each.
 func TestReadersSeeWholeTables(t *testing.T) {
 	url := testenv.PostgresURL(t)
+	ctx := context.Background()
 	small := newTable(t, "x:int64", xRows(0, 1000))
 	big := newTable(t, "x:int64", xRows(0, 3000), xRows(3000, 2000))
 	mustPublish(t, small, Options{To: url, As: "facts"})
-	want := map[[2]int64]bool{{1000, 999 * 1000 / 2}: true, {5000, 4999 * 5000 / 2}: true}
-
+	conn := connectT(t, url)
+	role := testRole(t, conn, "reader")
+	for _, q := range []string{"GRANT SELECT ON facts TO " + role, "CREATE VIEW facts_sum AS SELECT count(*) AS n, sum(x) AS s FROM facts",
+		"GRANT SELECT ON facts_sum TO " + role} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
 	reader := connectT(t, url)
+	if _, err := reader.Exec(ctx, "SET ROLE "+role); err != nil {
+		t.Fatal(err)
+	}
+	query := func(q string) (got [2]int64, err error) {
+		err = reader.QueryRow(ctx, q).Scan(&got[0], &got[1])
+		return got, err
+	}
+	seen := readWhilePublishing(t, query, "SELECT count(*), sum(x) FROM facts", func(i int, tbl *catalog.Table) {
+		mustPublish(t, tbl, Options{To: url, As: "facts"})
+		var got [2]int64
+		if err := conn.QueryRow(ctx, "SELECT n, s FROM facts_sum").Scan(&got[0], &got[1]); err != nil || got != wholeOf(tbl == big) {
+			t.Fatalf("after publish %d the view shows %v (%v), want %v", i, got, err, wholeOf(tbl == big))
+		}
+	}, small, big)
+	t.Logf("reader saw %v", seen)
+}
+
+// TestReadersSeeWholeTablesSQLite is TestReadersSeeWholeTables on a
+// SQLite file: a reader on its own connection, a view.
+func TestReadersSeeWholeTablesSQLite(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "w.db")
+	to := "sqlite://" + path
+	small := newTable(t, "x:int64", xRows(0, 1000))
+	big := newTable(t, "x:int64", xRows(0, 3000), xRows(3000, 2000))
+	mustPublish(t, small, Options{To: to, As: "facts"})
+	db := openSQLite(t, path)
+	if _, err := db.Exec("CREATE VIEW facts_sum AS SELECT count(*) AS n, sum(x) AS s FROM facts"); err != nil {
+		t.Fatal(err)
+	}
+	readerDB := openSQLite(t, path)
+	readerDB.SetMaxOpenConns(1)
+	query := func(q string) (got [2]int64, err error) {
+		err = readerDB.QueryRow(q).Scan(&got[0], &got[1])
+		return got, err
+	}
+	seen := readWhilePublishing(t, query, "SELECT count(*), sum(x) FROM facts", func(i int, tbl *catalog.Table) {
+		mustPublish(t, tbl, Options{To: to, As: "facts"})
+		var got [2]int64
+		if err := db.QueryRow("SELECT n, s FROM facts_sum").Scan(&got[0], &got[1]); err != nil || got != wholeOf(tbl == big) {
+			t.Fatalf("after publish %d the view shows %v (%v), want %v", i, got, err, wholeOf(tbl == big))
+		}
+	}, small, big)
+	t.Logf("reader saw %v", seen)
+}
+
+// wholeOf is the count and sum of the big or the small version.
+func wholeOf(big bool) [2]int64 {
+	if big {
+		return [2]int64{5000, 4999 * 5000 / 2}
+	}
+	return [2]int64{1000, 999 * 1000 / 2}
+}
+
+// readWhilePublishing runs query in a tight loop while publish is called
+// 20 times, alternating big and small (big first); the reader must see
+// only one whole version or the other, and no error. It returns how
+// often it saw each.
+func readWhilePublishing(t *testing.T, query func(string) ([2]int64, error), q string,
+	publish func(int, *catalog.Table), small, big *catalog.Table) map[[2]int64]int {
+	t.Helper()
+	want := map[[2]int64]bool{wholeOf(false): true, wholeOf(true): true}
 	done := make(chan struct{})
 	errc := make(chan error, 1)
 	seen := map[[2]int64]int{}
+	stopped := false
+	defer func() { // a publish that failed the test stops the reader too
+		if !stopped {
+			close(done)
+			<-errc
+		}
+	}()
 	go func() {
 		defer close(errc)
 		for {
@@ -224,9 +311,9 @@ func TestReadersSeeWholeTables(t *testing.T) {
 				return
 			default:
 			}
-			var got [2]int64
-			if err := reader.QueryRow(context.Background(), "SELECT count(*), sum(x) FROM facts").Scan(&got[0], &got[1]); err != nil {
-				errc <- err
+			got, err := query(q)
+			if err != nil {
+				errc <- fmt.Errorf("reader: %w", err)
 				return
 			}
 			if !want[got] {
@@ -236,19 +323,43 @@ func TestReadersSeeWholeTables(t *testing.T) {
 			seen[got]++
 		}
 	}()
-	for i := 0; i < 10; i++ {
+	for i := 0; i < 20; i++ {
 		tbl := big
 		if i%2 == 1 {
 			tbl = small
 		}
-		mustPublish(t, tbl, Options{To: url, As: "facts"})
+		publish(i, tbl)
 	}
 	close(done)
+	stopped = true
 	if err := <-errc; err != nil {
 		t.Fatal(err)
 	}
 	if len(seen) == 0 {
 		t.Fatal("the reader ran no query")
 	}
-	t.Logf("reader saw %v", seen)
+	return seen
+}
+
+// testRole creates a role named after the test's database (roles are the
+// server's, shared by every test database), dropped at the end.
+func testRole(t *testing.T, conn *pgx.Conn, prefix string) string {
+	t.Helper()
+	ctx := context.Background()
+	var db string
+	if err := conn.QueryRow(ctx, "SELECT current_database()").Scan(&db); err != nil {
+		t.Fatal(err)
+	}
+	role := prefix + "_" + db
+	if _, err := conn.Exec(ctx, "DROP ROLE IF EXISTS "+role); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "CREATE ROLE "+role); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = conn.Exec(context.Background(), "DROP OWNED BY "+role)
+		_, _ = conn.Exec(context.Background(), "DROP ROLE "+role)
+	})
+	return role
 }

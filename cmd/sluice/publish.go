@@ -13,13 +13,14 @@ import (
 func (a *app) publishCommand() *cobra.Command {
 	var (
 		to, as      string
+		iamRole     string
 		keepOld     bool
 		force       bool
 		lockTimeout time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "publish TABLE --to postgres://... --as NAME [--keep-old] [--lock-timeout 5s] [--force]",
-		Short: "Load a table into PostgreSQL with a _new/_old swap",
+		Use:   "publish TABLE --to postgres://...|sqlite:///path.db|redshift://... --as NAME [--keep-old] [--lock-timeout 5s] [--force] [--iam-role ARN]",
+		Short: "Load a table into PostgreSQL, a SQLite file or Redshift with a _new/_old swap",
 		Long: `Load the latest version of TABLE into the warehouse --to as the table --as
 (NAME or SCHEMA.NAME, plain identifiers, folded to lower case): build
 NAME_new by binary COPY, streamed from the table's files, then in one
@@ -32,8 +33,26 @@ longer. The version published is recorded in sluice_published beside NAME:
 publishing it again does nothing (--force reloads).
 
 The password comes from the URL, PGPASSWORD or ~/.pgpass and is never
-printed. redshift:// and sqlite:// are not built yet.`,
-		Example: `  sluice publish ./lake/events --to postgres://loader@db/analytics --as events
+printed.
+
+--to sqlite:///path/warehouse.db publishes into a SQLite file (created when
+missing; no server), put in WAL mode so readers never wait: NAME_new is
+loaded and swapped in one write transaction, views on NAME read the new
+table, and --lock-timeout bounds each wait for another writer. Timestamps
+are stored as UTC text 'YYYY-MM-DD HH:MM:SS.ffffff', dates 'YYYY-MM-DD',
+decimals as text at full precision, uuids as lower-case text, booleans as
+0/1; a NaN is refused (SQLite would store NULL).
+
+--to redshift://user@host:5439/db loads a table on s3:// with COPY ...
+FORMAT AS PARQUET MANIFEST (--iam-role ARN for its credentials) from a
+manifest of the version's files that sluice writes beside the table, in
+_sluice_publish/; load and rename swap run in one transaction. Redshift has
+no lock_timeout or advisory locks: --lock-timeout does not apply, the lock
+on sluice_published serialises publishes, grants and comments are not
+carried, and the statements have been checked only against Redshift's
+documentation, never run on a cluster.`,
+		Example: `  sluice publish ./lake/events --to sqlite:///srv/warehouse.db --as events
+  sluice publish ./lake/events --to postgres://loader@db/analytics --as events
   PGPASSWORD=... sluice publish s3://lake/events --to postgres://loader@db/analytics --as mart.events --json`,
 		Args: exactArgs(1, "TABLE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -50,7 +69,7 @@ printed. redshift:// and sqlite:// are not built yet.`,
 			defer t.Close()
 			bar := a.progress("publishing")
 			res, runErr := warehouse.Publish(cmd.Context(), t, warehouse.Options{
-				To: to, As: as, KeepOld: keepOld, Force: force, LockTimeout: lockTimeout,
+				To: to, As: as, IAMRole: iamRole, KeepOld: keepOld, Force: force, LockTimeout: lockTimeout,
 				RunID: a.runID, Logger: a.logger,
 				Progress: func(done, total int64) { bar.set(int(done), int(total)) },
 			})
@@ -71,8 +90,9 @@ printed. redshift:// and sqlite:// are not built yet.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&to, "to", "", "warehouse URL: postgres://user@host[:port]/db")
+	f.StringVar(&to, "to", "", "warehouse URL: postgres://user@host[:port]/db, sqlite:///path/warehouse.db or redshift://user@host:5439/db")
 	f.StringVar(&as, "as", "", "target table: NAME or SCHEMA.NAME")
+	f.StringVar(&iamRole, "iam-role", "", "redshift://: the ARN of the IAM role Redshift's COPY assumes to read the table's files")
 	f.BoolVar(&keepOld, "keep-old", false, "keep the replaced table as NAME_old")
 	f.BoolVar(&force, "force", false, "reload even when the version is already published")
 	f.DurationVar(&lockTimeout, "lock-timeout", warehouse.DefaultLockTimeout, "longest wait for the swap's lock per attempt; attempts retry with backoff")

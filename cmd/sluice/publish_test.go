@@ -2,11 +2,15 @@ package main
 
 import (
 	"context"
+	"database/sql"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	_ "modernc.org/sqlite"
 
 	"github.com/sluice-data/sluice/internal/testenv"
 )
@@ -75,16 +79,29 @@ func TestPublishCommandBadInput(t *testing.T) {
 	initEvents(t, loc)
 	const secret = "Wr0ng-Pa55-sentinel"
 	wrong := strings.Replace(url, testenv.PostgresPassword, secret, 1)
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(context.Background(), "CREATE TABLE y (a int); CREATE VIEW a_view AS SELECT 1 AS a"); err != nil {
+		t.Fatal(err)
+	}
+	before := pgRelations(t, conn)
 	for name, c := range map[string]struct {
 		args []string
 		code int
 		want string
 	}{
-		"a wrong password":    {[]string{"--to", wrong, "--as", "events"}, 1, "password authentication failed"},
-		"an injecting name":   {[]string{"--to", url, "--as", "x; DROP TABLE y"}, 1, "invalid target name"},
-		"redshift":            {[]string{"--to", "redshift://u:" + secret + "@h/db", "--as", "events"}, 1, "redshift:// is not built yet"},
-		"no --as":             {[]string{"--to", url}, 2, "--as NAME"},
-		"a zero lock timeout": {[]string{"--to", url, "--as", "e", "--lock-timeout", "0s"}, 2, "--lock-timeout"},
+		"a wrong password":        {[]string{"--to", wrong, "--as", "events"}, 1, "password authentication failed"},
+		"an unreachable host":     {[]string{"--to", "postgres://postgres:" + secret + "@127.0.0.1:1/x?connect_timeout=5", "--as", "events"}, 1, "connect: failed to connect"},
+		"a missing database":      {[]string{"--to", strings.Replace(url, "/sluice_", "/nosuch_", 1), "--as", "events"}, 1, "does not exist"},
+		"a name that is a view":   {[]string{"--to", url, "--as", "a_view"}, 1, "public.a_view is a view"},
+		"an unknown scheme":       {[]string{"--to", "mysql://u:" + secret + "@h/db", "--as", "events"}, 1, "warehouse URL: want postgres://"},
+		"an injecting name":       {[]string{"--to", url, "--as", "x; DROP TABLE y"}, 1, "invalid target name"},
+		"redshift, a local table": {[]string{"--to", "redshift://u:" + secret + "@h/db", "--as", "events", "--iam-role", "arn:aws:iam::123456789012:role/r"}, 1, "redshift loads only a table on s3://"},
+		"no --as":                 {[]string{"--to", url}, 2, "--as NAME"},
+		"a zero lock timeout":     {[]string{"--to", url, "--as", "e", "--lock-timeout", "0s"}, 2, "--lock-timeout"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			for _, json := range []bool{false, true} {
@@ -114,5 +131,84 @@ func TestPublishCommandBadInput(t *testing.T) {
 				}
 			}
 		})
+	}
+	if after := pgRelations(t, conn); strings.Join(after, ",") != strings.Join(before, ",") {
+		t.Fatalf("the warehouse changed:\nbefore %v\nafter  %v", before, after)
+	}
+}
+
+// pgRelations lists the public schema's relations with kind and oid.
+func pgRelations(t *testing.T, conn *pgx.Conn) []string {
+	t.Helper()
+	rows, err := conn.Query(context.Background(), `SELECT c.relname || ':' || c.relkind::text || ':' || c.oid::text FROM pg_class c
+		JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+// TestPublishCommandSQLite: publish into a SQLite file with --json, the
+// rows are there, and a republish says nothing changed.
+func TestPublishCommandSQLite(t *testing.T) {
+	dir := t.TempDir()
+	land, loc := filepath.Join(dir, "landing"), filepath.Join(dir, "events")
+	initEvents(t, loc)
+	writeEvents(t, land, "a.jsonl", 0, 120)
+	mustSluice(t, "ingest", loc, "--from", land)
+	to := "sqlite://" + filepath.Join(dir, "warehouse.db")
+	s := summaryOf(t, mustSluice(t, "publish", loc, "--to", to, "--as", "events", "--json"))
+	for k, want := range map[string]any{"target": "main.events", "version": 2.0, "unchanged": false, "rows": 120.0} {
+		if s[k] != want {
+			t.Errorf("summary %s = %v, want %v (%v)", k, s[k], want, s)
+		}
+	}
+	if s = summaryOf(t, mustSluice(t, "publish", loc, "--to", to, "--as", "events", "--json")); s["unchanged"] != true {
+		t.Fatalf("republish summary %v: want unchanged", s)
+	}
+	db, err := sql.Open("sqlite", filepath.Join(dir, "warehouse.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n, sum int64
+	if err := db.QueryRow("SELECT count(*), sum(list_id) FROM events").Scan(&n, &sum); err != nil || n != 120 || sum != 119*120/2 {
+		t.Fatalf("events: %d rows, sum %d (%v): want 120, %d", n, sum, err, 119*120/2)
+	}
+}
+
+// TestPublishCommandProgressOnATTY: at a terminal (script(1) gives the
+// command a pseudo-terminal of 120 columns), publish draws a progress bar
+// that reaches every row; with --json it draws none.
+func TestPublishCommandProgressOnATTY(t *testing.T) {
+	script, err := exec.LookPath("script")
+	if err != nil {
+		t.Fatalf("script(1), from util-linux, runs the command at a terminal: %v", err)
+	}
+	dir := t.TempDir()
+	land, loc := filepath.Join(dir, "landing"), filepath.Join(dir, "events")
+	initEvents(t, loc)
+	writeEvents(t, land, "a.jsonl", 0, 3000)
+	mustSluice(t, "ingest", loc, "--from", land)
+	at := func(args ...string) string {
+		t.Helper()
+		line := "stty cols 120 rows 40; exec " + sluiceBin + " publish " + loc + " --to sqlite://" + filepath.Join(dir, "w.db") + " --as events --force"
+		cmd := exec.Command(script, "-qefc", line+" "+strings.Join(args, " "), "/dev/null")
+		cmd.Env = append(os.Environ(), testenv.Env()...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", line, err, out)
+		}
+		return string(out)
+	}
+	if out := at(); !strings.Contains(out, "publishing 3000/3000") || !strings.Contains(out, "100 %") {
+		t.Fatalf("no progress bar reaching 3000/3000 at a terminal:\n%q", out)
+	}
+	if out := at("--json"); strings.Contains(out, "publishing ") {
+		t.Fatalf("a progress bar with --json:\n%q", out)
 	}
 }
