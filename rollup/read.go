@@ -34,6 +34,17 @@ func (d *colData) reset(typ catalog.Type) {
 	d.ints, d.bytes, d.offs, d.valid = d.ints[:0], d.bytes[:0], append(d.offs[:0], 0), d.valid[:0]
 }
 
+// reserve makes room for n values, so that appending them does not grow
+// the slices value by value.
+func (d *colData) reserve(n int) {
+	if cap(d.ints) < n {
+		d.ints = make([]int64, 0, n)
+	}
+	if cap(d.valid) < n {
+		d.valid = make([]bool, 0, n)
+	}
+}
+
 func (d *colData) value(i int) []byte { return d.bytes[d.offs[i]:d.offs[i+1]] }
 
 func isBytes(k catalog.Kind) bool {
@@ -158,6 +169,14 @@ func scanFile(ctx context.Context, st cloud.Store, key string, size int64, want 
 	for i := range cols {
 		cols[i] = &colData{}
 	}
+	maxDefs := make([]byte, len(pcs))
+	leafDefs(f.Root(), func(leaf, def int) {
+		for j := range pcs {
+			if pcs[j].Leaf == leaf {
+				maxDefs[j] = byte(def)
+			}
+		}
+	})
 	buf := make([]parquet.Value, 4096)
 	var fnErr error
 	err = pqio.NoPanic(func() error {
@@ -175,7 +194,12 @@ func scanFile(ctx context.Context, st cloud.Store, key string, size int64, want 
 					continue
 				}
 				pc := pcs[idx[i]]
-				if err := readChunk(rg.ColumnChunks()[pc.Leaf], pc, cols[i], buf); err != nil {
+				cols[i].reserve(n)
+				read := func() error { return readChunk(rg.ColumnChunks()[pc.Leaf], pc, cols[i], buf) }
+				if typedChunk(pc) {
+					read = func() error { return readTypedChunk(rg.ColumnChunks()[pc.Leaf], pc, maxDefs[idx[i]], cols[i]) }
+				}
+				if err := read(); err != nil {
 					return fmt.Errorf("row group %d: column %q: %w", g, w.Name, err)
 				}
 				if len(cols[i].valid) != n {
@@ -243,4 +267,16 @@ func dayString(d int64) string { return dayTime(d).Format(time.DateOnly) }
 func dayOfDate(t time.Time) int64 {
 	y, m, dd := t.Date()
 	return pqio.FloorDiv(time.Date(y, m, dd, 0, 0, 0, 0, time.UTC).Unix(), 86400)
+}
+
+// leafDefs calls fn with each leaf column's index and maximum definition
+// level under c.
+func leafDefs(c *parquet.Column, fn func(leaf, def int)) {
+	if c.Leaf() {
+		fn(c.Index(), c.MaxDefinitionLevel())
+		return
+	}
+	for _, s := range c.Columns() {
+		leafDefs(s, fn)
+	}
 }
