@@ -96,8 +96,8 @@ func (r *run) aggregate(ctx context.Context, g *grid, ki *keyIndex, allowNew boo
 	margin, last := j.margin(), g.first+g.days-1
 	z := &dayer{loc: j.o.location()}
 	var t tally
-	var days []int64
-	mcols := make([]*colData, len(mAt))
+	var read []dataFile
+	var news []bool // read[i] holds events new since the output's version
 	for _, f := range all {
 		if p, ok := partitionDay(f); ok && j.byDay {
 			switch {
@@ -130,37 +130,46 @@ func (r *run) aggregate(ctx context.Context, g *grid, ki *keyIndex, allowNew boo
 				continue
 			}
 		}
-		var onRow func(k int32, d int64)
-		if changedFrom != nil && r.changed[f.Partition] && !r.oldFiles[f.Path] {
-			onRow = func(k int32, d int64) {
-				if from, ok := changedFrom[k]; !ok || d < from {
-					changedFrom[k] = d
-				}
-			}
-		}
 		st, key, err := r.src.DataFileStore(ctx, f)
 		if err != nil {
 			return err
 		}
-		err = scanFile(ctx, st, key, f.Bytes, want, nil, func(cols []*colData, n int) error {
-			tc := cols[nk]
-			days = append(days[:0], tc.ints...)
-			if tc.typ.Kind == catalog.KindTimestamp {
-				for i, us := range days {
-					days[i] = z.day(us)
-				}
+		read = append(read, dataFile{st, key, f.Bytes})
+		news = append(news, changedFrom != nil && r.changed[f.Partition] && !r.oldFiles[f.Path])
+	}
+	loc, timestamps := j.o.location(), j.timeCol.Type.Kind == catalog.KindTimestamp
+	// toDays turns the time column into day numbers, in the reading
+	// goroutines.
+	toDays := func(cols []*colData, n int) {
+		if tc := cols[nk]; timestamps {
+			z := &dayer{loc: loc}
+			for i, us := range tc.ints {
+				tc.ints[i] = z.day(us)
 			}
-			for m, at := range mAt {
-				mcols[m] = nil
-				if at >= 0 {
-					mcols[m] = cols[at]
-				}
-			}
-			return g.add(ki, cols[:nk], days, tc.valid, mcols, r.snap.day, allowNew, &t, onRow)
-		})
-		if err != nil {
-			return err
 		}
+	}
+	onNew := func(k int32, d int64) {
+		if from, ok := changedFrom[k]; !ok || d < from {
+			changedFrom[k] = d
+		}
+	}
+	mcols := make([]*colData, len(mAt))
+	err = scanFilesInOrder(ctx, read, want, readWorkers(len(read)), toDays, func(file int, cols []*colData, n int) error {
+		for m, at := range mAt {
+			mcols[m] = nil
+			if at >= 0 {
+				mcols[m] = cols[at]
+			}
+		}
+		var onRow func(k int32, d int64)
+		if news[file] {
+			onRow = onNew
+		}
+		tc := cols[nk]
+		return g.add(ki, cols[:nk], tc.ints, tc.valid, mcols, r.snap.day, allowNew, &t, onRow)
+	})
+	if err != nil {
+		return err
 	}
 	r.res.EventsRead, r.res.EventsExcluded, r.res.EventsAfter, r.res.EventsNoTime = t.read, t.excluded, t.after, t.nullTime
 	return nil
