@@ -176,7 +176,7 @@ func snapshotFiles(ctx context.Context, loc string) ([]dataFile, func(), error) 
 	if err != nil {
 		return nil, nil, fmt.Errorf("snapshot %s: %w", cloud.Redact(loc), err)
 	}
-	files, err := tableFiles(ctx, t, nil)
+	files, err := tableFiles(ctx, t)
 	if err != nil {
 		t.Close()
 		if errors.Is(err, catalog.ErrTableNotFound) {
@@ -187,31 +187,38 @@ func snapshotFiles(ctx context.Context, loc string) ([]dataFile, func(), error) 
 	return files, func() { t.Close() }, nil
 }
 
-// tableFiles lists t's live files at its latest version that keep says to
-// read (nil: all).
-func tableFiles(ctx context.Context, t *catalog.Table, keep func(catalog.DataFile) bool) ([]dataFile, error) {
+// tableFiles lists t's live files at its latest version.
+func tableFiles(ctx context.Context, t *catalog.Table) ([]dataFile, error) {
 	m, err := t.Latest(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return manifestFiles(ctx, t, m, keep)
+	return manifestFiles(ctx, t, m, nil)
 }
 
-func manifestFiles(ctx context.Context, t *catalog.Table, m *catalog.Manifest, keep func(catalog.DataFile) bool) ([]dataFile, error) {
-	all, err := t.Files(ctx, m)
+// manifestFiles lists t's live files at version m in the partitions keep
+// accepts (nil: all), reading only those partitions' pieces.
+func manifestFiles(ctx context.Context, t *catalog.Table, m *catalog.Manifest, keep func(partition string) bool) ([]dataFile, error) {
+	refs, err := t.Partitions(ctx, m)
 	if err != nil {
 		return nil, err
 	}
 	var out []dataFile
-	for _, f := range all {
-		if keep != nil && !keep(f) {
+	for _, ref := range refs {
+		if keep != nil && !keep(ref.Partition) {
 			continue
 		}
-		st, key, err := t.DataFileStore(ctx, f)
+		files, err := t.PartitionFiles(ctx, ref)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, dataFile{st, key, f.Bytes})
+		for _, f := range files {
+			st, key, err := t.DataFileStore(ctx, f)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, dataFile{st, key, f.Bytes})
+		}
 	}
 	return out, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/sluice-data/sluice/catalog"
@@ -36,10 +37,7 @@ func (r *run) full(ctx context.Context) (*grid, *keyIndex, error) {
 // the output stores for the day before.
 func (r *run) incremental(ctx context.Context, first int64) (*grid, *keyIndex, error) {
 	prev := dayString(first - 1)
-	files, err := manifestFiles(ctx, r.out, r.om, func(f catalog.DataFile) bool {
-		d, ok := partitionDay(f)
-		return ok && d == first-1
-	})
+	files, err := manifestFiles(ctx, r.out, r.om, func(partition string) bool { return partition == "date="+prev })
 	if err != nil {
 		return nil, nil, fmt.Errorf("output %s: %w", cloud.Redact(r.out.Location()), err)
 	}
@@ -79,9 +77,32 @@ func (r *run) incremental(ctx context.Context, first int64) (*grid, *keyIndex, e
 // version.
 func (r *run) aggregate(ctx context.Context, g *grid, ki *keyIndex, allowNew bool, changedFrom map[int32]int64) error {
 	j := r.j
-	all, err := r.src.Files(ctx, r.sm)
+	margin, last := j.margin(), g.first+g.days-1
+	var t tally
+	// Partitions wholly outside the days computed are counted from their
+	// totals, without listing their files. A full run counts the events
+	// on or before the snapshot day; an incremental one counted them
+	// before.
+	outside := func(p int64) (before, after bool) { return p+margin < g.first, p-margin > last }
+	all, skipped, err := r.partitionFiles(ctx, r.sm, func(ref catalog.PartitionRef) bool {
+		p, ok := r.refDay(ref)
+		before, after := outside(p)
+		return !ok || !before && !after
+	})
 	if err != nil {
-		return fmt.Errorf("source %s: %w", cloud.Redact(j.o.Source), err)
+		return err
+	}
+	for _, ref := range skipped {
+		p, _ := r.refDay(ref)
+		if before, _ := outside(p); before {
+			if g.first == r.snap.day {
+				t.read += ref.Rows
+				t.excluded += ref.Rows
+			}
+			continue
+		}
+		t.read += ref.Rows
+		t.after += ref.Rows
 	}
 	nk := len(j.keyCols)
 	want := append(append([]catalog.Column(nil), j.keyCols...), j.timeCol)
@@ -93,29 +114,10 @@ func (r *run) aggregate(ctx context.Context, g *grid, ki *keyIndex, allowNew boo
 			want = append(want, c)
 		}
 	}
-	margin, last := j.margin(), g.first+g.days-1
 	z := &dayer{loc: j.o.location()}
-	var t tally
 	var read []dataFile
 	var news []bool // read[i] holds events new since the output's version
 	for _, f := range all {
-		if p, ok := partitionDay(f); ok && j.byDay {
-			switch {
-			case p+margin < g.first:
-				// Wholly before the days computed. A full run counts
-				// the events on or before the snapshot day from the
-				// statistics; an incremental one counted them before.
-				if g.first == r.snap.day {
-					t.read += f.Rows
-					t.excluded += f.Rows
-				}
-				continue
-			case p-margin > last:
-				t.read += f.Rows
-				t.after += f.Rows
-				continue
-			}
-		}
 		if lo, hi, ok := r.statDays(f, z); ok {
 			switch {
 			case hi < g.first:
@@ -194,16 +196,26 @@ func (r *run) commit(ctx context.Context, g *grid, ki *keyIndex) error {
 	var remove []catalog.DataFile
 	replaced := map[string]bool{}
 	if r.om != nil {
-		files, err := r.out.Files(ctx, r.om)
+		// Only the partitions replaced are listed: the cost of a day's
+		// run does not grow with the days before it.
+		refs, err := r.out.Partitions(ctx, r.om)
 		if err != nil {
 			return fmt.Errorf("output %s: %w", cloud.Redact(r.out.Location()), err)
 		}
-		for _, f := range files {
-			if d, ok := partitionDay(f); r.res.Full || !ok || d >= g.first {
-				remove = append(remove, f)
-				if ok && d >= g.first && d <= r.through {
-					replaced[f.Partition] = true
-				}
+		for _, ref := range refs {
+			day, isDate := strings.CutPrefix(ref.Partition, "date=")
+			d, ok := parseDay(day)
+			ok = ok && isDate
+			if !r.res.Full && ok && d < g.first {
+				continue
+			}
+			files, err := r.out.PartitionFiles(ctx, ref)
+			if err != nil {
+				return fmt.Errorf("output %s: %w", cloud.Redact(r.out.Location()), err)
+			}
+			remove = append(remove, files...)
+			if ok && d >= g.first && d <= r.through && len(files) > 0 {
+				replaced[ref.Partition] = true
 			}
 		}
 	}

@@ -78,15 +78,6 @@ func outputSchema(keys []catalog.Column, ms []Measure) catalog.Schema {
 	return catalog.Schema{Columns: cols}
 }
 
-// partitionDay is the day a "date" partition value names.
-func partitionDay(f catalog.DataFile) (int64, bool) {
-	v := f.PartitionValues["date"]
-	if v == nil {
-		return 0, false
-	}
-	return parseDay(*v)
-}
-
 func parseDay(s string) (int64, bool) {
 	t, err := time.Parse(time.DateOnly, s)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/sluice-data/sluice/catalog"
@@ -110,6 +111,44 @@ type run struct {
 	// reflected: the others of a changed partition are the new events.
 	oldFiles map[string]bool
 	res      Result
+}
+
+// partitionFiles lists the live files at version m of the source's
+// partitions that keep accepts, reading only their pieces, and returns the
+// refs of the others: a run reads metadata of the days it computes, not
+// of the whole history.
+func (r *run) partitionFiles(ctx context.Context, m *catalog.Manifest, keep func(catalog.PartitionRef) bool) ([]catalog.DataFile, []catalog.PartitionRef, error) {
+	refs, err := r.src.Partitions(ctx, m)
+	if err != nil {
+		return nil, nil, fmt.Errorf("source %s: version %d: %w", cloud.Redact(r.j.o.Source), m.Version, err)
+	}
+	var files []catalog.DataFile
+	var skipped []catalog.PartitionRef
+	for _, ref := range refs {
+		if !keep(ref) {
+			skipped = append(skipped, ref)
+			continue
+		}
+		fs, err := r.src.PartitionFiles(ctx, ref)
+		if err != nil {
+			return nil, nil, fmt.Errorf("source %s: version %d: %w", cloud.Redact(r.j.o.Source), m.Version, err)
+		}
+		files = append(files, fs...)
+	}
+	return files, skipped, nil
+}
+
+// refDay is the UTC day a source partition of a source partitioned by
+// day holds.
+func (r *run) refDay(ref catalog.PartitionRef) (int64, bool) {
+	if !r.j.byDay {
+		return 0, false
+	}
+	d, ok := strings.CutPrefix(ref.Partition, "date=")
+	if !ok {
+		return 0, false
+	}
+	return parseDay(d)
 }
 
 func runOnce(ctx context.Context, out, src *catalog.Table, o Options) (Result, error) {
@@ -250,11 +289,27 @@ func (r *run) decide(ctx context.Context) (int64, string, error) {
 }
 
 // lastEventDay is the day of the latest event, from the files' statistics
-// (a file without them is read).
+// (a file without them is read). On a source partitioned by day only the
+// newest partitions are listed, so that the cost does not grow with the
+// history: a partition's events are within margin days of it, so one
+// older than the newest by more than twice that holds no later day.
 func (r *run) lastEventDay(ctx context.Context) (int64, bool, error) {
-	all, err := r.src.Files(ctx, r.sm)
+	newest, margin := int64(math.MinInt64), r.j.margin()
+	refs, err := r.src.Partitions(ctx, r.sm)
 	if err != nil {
 		return 0, false, fmt.Errorf("source %s: %w", cloud.Redact(r.j.o.Source), err)
+	}
+	for _, ref := range refs {
+		if p, ok := r.refDay(ref); ok && ref.Rows > 0 {
+			newest = max(newest, p)
+		}
+	}
+	all, _, err := r.partitionFiles(ctx, r.sm, func(ref catalog.PartitionRef) bool {
+		p, ok := r.refDay(ref)
+		return !ok || newest == math.MinInt64 || p >= newest-2*margin
+	})
+	if err != nil {
+		return 0, false, err
 	}
 	last, found := int64(math.MinInt64), false
 	z := &dayer{loc: r.j.o.location()}
@@ -297,15 +352,16 @@ func (r *run) lastEventDay(ctx context.Context) (int64, bool, error) {
 	return last, found, nil
 }
 
-// readOldFiles lists the source's live files at version v.
+// readOldFiles lists the source's live files at version v in the
+// partitions changed since.
 func (r *run) readOldFiles(ctx context.Context, v int64) error {
 	m, err := r.src.Manifest(ctx, v)
 	if err != nil {
 		return fmt.Errorf("source %s: %w", cloud.Redact(r.j.o.Source), err)
 	}
-	files, err := r.src.Files(ctx, m)
+	files, _, err := r.partitionFiles(ctx, m, func(ref catalog.PartitionRef) bool { return r.changed[ref.Partition] })
 	if err != nil {
-		return fmt.Errorf("source %s: version %d: %w", cloud.Redact(r.j.o.Source), v, err)
+		return err
 	}
 	r.oldFiles = make(map[string]bool, len(files))
 	for _, f := range files {
