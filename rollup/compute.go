@@ -155,8 +155,22 @@ func (r *run) aggregate(ctx context.Context, g *grid, ki *keyIndex, allowNew boo
 			changedFrom[k] = d
 		}
 	}
+	var bytesTotal, bytesDone int64
+	for _, f := range read {
+		bytesTotal += f.size
+	}
+	progress := func(int64, int64) {}
+	if j.o.Progress != nil {
+		progress = j.o.Progress
+	}
+	progress(0, bytesTotal)
 	mcols := make([]*colData, len(mAt))
+	cur := 0 // the file being consumed
 	err = scanFilesInOrder(ctx, read, want, readWorkers(len(read)), toDays, func(file int, cols []*colData, n int) error {
+		for ; cur < file; cur++ {
+			bytesDone += read[cur].size
+			progress(bytesDone, bytesTotal)
+		}
 		for m, at := range mAt {
 			mcols[m] = nil
 			if at >= 0 {
@@ -173,6 +187,7 @@ func (r *run) aggregate(ctx context.Context, g *grid, ki *keyIndex, allowNew boo
 	if err != nil {
 		return err
 	}
+	progress(bytesTotal, bytesTotal)
 	r.res.EventsRead, r.res.EventsExcluded, r.res.EventsAfter, r.res.EventsNoTime = t.read, t.excluded, t.after, t.nullTime
 	return nil
 }

@@ -83,6 +83,11 @@ type Options struct {
 	RunID string
 	// Logger receives one line per phase; nil: none.
 	Logger *slog.Logger
+	// Progress, when set, is told the bytes of the source's files read so
+	// far and the bytes of those the run reads, after each file, from
+	// the goroutine that called Run. A run that restarts (it lost the
+	// commit race) starts again from 0.
+	Progress func(bytesDone, bytesTotal int64)
 }
 
 // Validate names every bad field.

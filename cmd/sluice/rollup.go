@@ -74,7 +74,10 @@ the totals OUT stores for the day before; nothing new commits nothing;
 				return err
 			}
 			defer t.Close()
+			bar := a.progress("rolling up")
+			o.Progress = func(done, total int64) { bar.set(int(done>>10), int(total>>10)) }
 			res, runErr := rollup.Run(cmd.Context(), t, o)
+			bar.done()
 			a.summary(map[string]any{"command": "rollup", "table": args[0],
 				"events_read": res.EventsRead, "events_excluded": res.EventsExcluded,
 				"events_after_through": res.EventsAfter, "events_without_time": res.EventsNoTime,
