@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math"
 	"path"
 	"strings"
 	"time"
@@ -28,9 +29,10 @@ type base struct {
 	rows int64
 	sum  uint64 // an order-independent checksum of the rows
 	ki   *keyIndex
-	// vals[m][k]: running measure m's total for key k; nil for per-day
-	// measures.
-	vals [][]int64
+	// vals[m][k] (fvals[m][k] for a float64 measure): running measure
+	// m's total for key k; nil for per-day measures.
+	vals  [][]int64
+	fvals [][]float64
 }
 
 // identity names the base's content: another day, other rows or other
@@ -42,18 +44,18 @@ func (b *base) identity() string {
 // readBase reads the key columns, the running measures' columns and `date`
 // of files. what names them in errors ("snapshot s3://...").
 func readBase(ctx context.Context, what string, files []dataFile, keyCols []catalog.Column, ms []Measure, loc *time.Location) (*base, error) {
-	b := &base{day: -1 << 62, ki: newKeyIndex(), vals: make([][]int64, len(ms))}
+	b := &base{day: -1 << 62, ki: newKeyIndex(), vals: make([][]int64, len(ms)), fvals: make([][]float64, len(ms))}
 	want := append([]catalog.Column(nil), keyCols...)
 	var mIdx []int // measure index of want[len(keyCols)+j]
 	for m, x := range ms {
 		if x.Func.Running() {
-			want = append(want, catalog.Column{Name: x.Name, Type: catalog.Type{Kind: catalog.KindInt64}})
+			want = append(want, catalog.Column{Name: x.Name, Type: x.valueType()})
 			mIdx = append(mIdx, m)
 		}
 	}
 	dateAt := len(want)
 	want = append(want, catalog.Column{Name: "date", Type: catalog.Type{Kind: catalog.KindDate}})
-	check := func(s catalog.Schema) error { return checkBaseSchema(what, s, keyCols, ms, &want[dateAt]) }
+	check := func(s catalog.Schema) error { return checkBaseSchema(what, s, keyCols, ms, want[len(keyCols):]) }
 	z := &dayer{loc: loc}
 	seen := false
 	for _, f := range files {
@@ -85,6 +87,19 @@ func readBase(ctx context.Context, what string, files []dataFile, keyCols []cata
 				h.Write(b.ki.buf)
 				for j, m := range mIdx {
 					c := cols[len(keyCols)+j]
+					if ms[m].float {
+						v := 0.0
+						switch {
+						case !c.valid[i]:
+						case c.typ.Kind == catalog.KindFloat64:
+							v = c.floats[i]
+						default:
+							v = float64(c.ints[i])
+						}
+						b.fvals[m] = append(b.fvals[m], v)
+						h.Write(binary.LittleEndian.AppendUint64(nil, math.Float64bits(v)))
+						continue
+					}
 					v := int64(0)
 					if c.valid[i] {
 						v = c.ints[i]
@@ -116,8 +131,10 @@ func keyText(keys []*colData, i int) string {
 }
 
 // checkBaseSchema checks a snapshot file's columns against what the rollup
-// needs, and sets date's type to the file's (date or timestamp).
-func checkBaseSchema(what string, s catalog.Schema, keyCols []catalog.Column, ms []Measure, date *catalog.Column) error {
+// needs, and sets the types of the columns read (vals: the running
+// measures' in order, then date) to the file's: date or timestamp; an
+// integer base of a float64 measure.
+func checkBaseSchema(what string, s catalog.Schema, keyCols []catalog.Column, ms []Measure, vals []catalog.Column) error {
 	for _, k := range keyCols {
 		c, ok := s.Column(k.Name)
 		if !ok {
@@ -127,6 +144,7 @@ func checkBaseSchema(what string, s catalog.Schema, keyCols []catalog.Column, ms
 			return fmt.Errorf("%s: key column %q is %s, the events' is %s", what, k.Name, c.Type, k.Type)
 		}
 	}
+	j := 0
 	for _, m := range ms {
 		if !m.Func.Running() {
 			continue
@@ -135,10 +153,17 @@ func checkBaseSchema(what string, s catalog.Schema, keyCols []catalog.Column, ms
 		if !ok {
 			return fmt.Errorf("%s has no column %q for the base of measure %s", what, m.Name, m)
 		}
-		if !integer(c.Type.Kind) {
+		switch {
+		case m.float && numeric(c.Type.Kind):
+			vals[j].Type = c.Type
+		case m.float:
+			return fmt.Errorf("%s: column %q of measure %s is %s: want float64, int32 or int64", what, m.Name, m, c.Type)
+		case c.Type.Kind != catalog.KindInt32 && c.Type.Kind != catalog.KindInt64:
 			return fmt.Errorf("%s: column %q of measure %s is %s: want int32 or int64", what, m.Name, m, c.Type)
 		}
+		j++
 	}
+	date := &vals[j]
 	c, ok := s.Column("date")
 	if !ok {
 		return fmt.Errorf("%s has no date column (the snapshot day)", what)

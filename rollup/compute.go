@@ -23,7 +23,7 @@ func (f fullNeeded) Error() string { return string(f) }
 // full computes every day from the snapshot's.
 func (r *run) full(ctx context.Context) (*grid, *keyIndex, error) {
 	s := r.snap
-	g := newGrid(r.j.o.Measures, s.day, r.through-s.day+1, s.vals, s.ki.len())
+	g := newGrid(r.j.o.Measures, s.day, r.through-s.day+1, s)
 	if err := r.aggregate(ctx, g, s.ki, true, nil); err != nil {
 		return nil, nil, err
 	}
@@ -48,7 +48,7 @@ func (r *run) incremental(ctx context.Context, first int64) (*grid, *keyIndex, e
 	if err != nil {
 		return nil, nil, err
 	}
-	g := newGrid(r.j.o.Measures, first, r.through-first+1, b.vals, b.ki.len())
+	g := newGrid(r.j.o.Measures, first, r.through-first+1, b)
 	changedFrom := map[int32]int64{}
 	if err := r.aggregate(ctx, g, b.ki, false, changedFrom); err != nil {
 		if errors.Is(err, errNewKey) {

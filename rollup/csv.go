@@ -106,6 +106,7 @@ func (d *colData) appendText(typ catalog.Type, s string) error {
 	if s == "" {
 		d.valid = append(d.valid, false)
 		d.ints = append(d.ints, 0)
+		d.floats = append(d.floats, 0)
 		d.offs = append(d.offs, int32(len(d.bytes)))
 		return nil
 	}
@@ -119,6 +120,12 @@ func (d *colData) appendText(typ catalog.Type, s string) error {
 		x = int64(v)
 	case int64:
 		x = v
+	case float64:
+		d.valid = append(d.valid, true)
+		d.ints = append(d.ints, 0)
+		d.floats = append(d.floats, v)
+		d.offs = append(d.offs, int32(len(d.bytes)))
+		return nil
 	case bool:
 		x = int64(boolInt(v))
 	case time.Time:

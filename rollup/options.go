@@ -32,6 +32,9 @@ type Measure struct {
 	Name   string
 	Func   Func
 	Column string
+	// float is set once the column is known to be float64: the
+	// measure's values and output column are float64 then.
+	float bool
 }
 
 // String renders the measure as the command line writes it.

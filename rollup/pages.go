@@ -12,9 +12,10 @@ import (
 )
 
 // typedChunk tells whether readTypedChunk reads column pc: INT32 and INT64
-// columns (integers, dates, timestamps in any unit).
+// columns (integers, dates, timestamps in any unit) and DOUBLE ones.
 func typedChunk(pc pqio.ParquetColumn) bool {
-	return (pc.Kind == parquet.Int32 || pc.Kind == parquet.Int64) && !isBytes(pc.Type.Kind) && pc.Type.Kind != catalog.KindBool
+	return (pc.Kind == parquet.Int32 || pc.Kind == parquet.Int64 || pc.Kind == parquet.Double) &&
+		!isBytes(pc.Type.Kind) && pc.Type.Kind != catalog.KindBool
 }
 
 // readTypedChunk appends every value of one INT32 or INT64 column chunk to
@@ -37,6 +38,14 @@ func readTypedChunk(c parquet.ColumnChunk, pc pqio.ParquetColumn, maxDef byte, d
 		}
 		if err != nil {
 			return err
+		}
+		if pc.Kind == parquet.Double {
+			err := pageFloats(p, maxDef, d)
+			parquet.Release(p)
+			if err != nil {
+				return err
+			}
+			continue
 		}
 		vals, err = pageInt64s(p, pc, vals[:0])
 		if err != nil {
@@ -131,4 +140,59 @@ func widen32(v int32, unsigned bool) int64 {
 		return int64(uint32(v))
 	}
 	return int64(v)
+}
+
+// pageFloats appends a DOUBLE page's values to d.
+func pageFloats(p parquet.Page, maxDef byte, d *colData) error {
+	data := p.Data()
+	var idx []int32
+	if dict := p.Dictionary(); dict != nil {
+		idx = data.Int32()
+		data = dict.Page().Data()
+	}
+	src := data.Double()
+	next := func(j int) (float64, error) {
+		if idx == nil {
+			return src[j], nil
+		}
+		if uint32(idx[j]) >= uint32(len(src)) {
+			return 0, fmt.Errorf("dictionary index %d of %d values", idx[j], len(src))
+		}
+		return src[idx[j]], nil
+	}
+	n := len(src)
+	if idx != nil {
+		n = len(idx)
+	}
+	defs := p.DefinitionLevels()
+	if defs == nil {
+		for j := range n {
+			v, err := next(j)
+			if err != nil {
+				return err
+			}
+			d.floats = append(d.floats, v)
+			d.valid = append(d.valid, true)
+		}
+		return nil
+	}
+	j := 0
+	for _, def := range defs {
+		if def != maxDef || j >= n {
+			d.floats = append(d.floats, 0)
+			d.valid = append(d.valid, false)
+			continue
+		}
+		v, err := next(j)
+		if err != nil {
+			return err
+		}
+		d.floats = append(d.floats, v)
+		d.valid = append(d.valid, true)
+		j++
+	}
+	if j != n {
+		return fmt.Errorf("a page has %d values for %d definition levels of non-NULL values", n, j)
+	}
+	return nil
 }

@@ -72,12 +72,15 @@ func TestTypedChunkReadsAsParquetValues(t *testing.T) {
 				if err := readTypedChunk(c, pc, byte(defs[pc.Leaf]), &got); err != nil {
 					t.Fatalf("%s: %s: typed: %v", p, pc.Name, err)
 				}
-				for i := range want.ints {
-					if !want.valid[i] {
+				for i := range want.valid {
+					if !want.valid[i] && i < len(want.ints) {
 						want.ints[i] = 0
 					}
+					if !want.valid[i] && i < len(want.floats) {
+						want.floats[i] = 0
+					}
 				}
-				if !slices.Equal(got.valid, want.valid) || !slices.Equal(got.ints, want.ints) {
+				if !slices.Equal(got.valid, want.valid) || !slices.Equal(got.ints, want.ints) || !slices.Equal(got.floats, want.floats) {
 					t.Fatalf("%s: column %s, row group %d: typed reader differs from the value reader", p, pc.Name, g)
 				}
 				if slices.Contains(want.valid, false) {
@@ -88,7 +91,7 @@ func TestTypedChunkReadsAsParquetValues(t *testing.T) {
 		}
 	}
 	t.Logf("column chunks checked: %v", checked)
-	for _, k := range []string{"int32", "int64", "date", "timestamp", "with NULLs"} {
+	for _, k := range []string{"int32", "int64", "float64", "date", "timestamp", "with NULLs"} {
 		if checked[k] == 0 {
 			t.Errorf("no %s column chunk checked (%v)", k, checked)
 		}
@@ -100,7 +103,7 @@ func TestTypedChunkReadsAsParquetValues(t *testing.T) {
 func ownFile(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	s, err := catalog.ParseSchema("a:int64?,b:int32,d:date?,ts:timestamp?")
+	s, err := catalog.ParseSchema("a:int64?,b:int32,d:date?,ts:timestamp?,f:float64?")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +124,11 @@ func ownFile(t *testing.T) string {
 		if i%3 != 0 {
 			ts = time.UnixMicro(int64(i) * 123456789).UTC()
 		}
-		rows = append(rows, []any{a, int32(i - 10000), d, ts})
+		var f any
+		if i%4 != 0 {
+			f = float64(i%17) * 0.25
+		}
+		rows = append(rows, []any{a, int32(i - 10000), d, ts, f})
 	}
 	if _, _, err := pqio.WriteParquet(context.Background(), st, "own.parquet", s, rows); err != nil {
 		t.Fatal(err)

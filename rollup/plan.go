@@ -57,23 +57,31 @@ func newJob(o Options, src string, s catalog.Schema, spec catalog.PartitionSpec)
 		if !ok {
 			return nil, fmt.Errorf("source %s has no column %q for measure %s", src, m.Column, m)
 		}
-		if !integer(c.Type.Kind) {
-			return nil, fmt.Errorf("source %s: measure %s is over column %q, which is %s: want int32 or int64", src, m, m.Column, c.Type)
+		if !numeric(c.Type.Kind) {
+			return nil, fmt.Errorf("source %s: measure %s is over column %q, which is %s: want int32, int64 or float64", src, m, m.Column, c.Type)
 		}
 		j.mCols = append(j.mCols, c)
 	}
+	// The measures as the run uses them: each knows whether it is over
+	// a float64 column.
+	ms := append([]Measure(nil), o.Measures...)
+	for m := range ms {
+		ms[m].float = j.mCols[m].Type.Kind == catalog.KindFloat64
+	}
+	j.o.Measures = ms
 	j.byDay = len(spec.Fields) == 1 && spec.Fields[0].Name == "date" && spec.Fields[0].Transform == "day" && spec.Fields[0].Source == o.Time
-	j.out = outputSchema(j.keyCols, o.Measures)
+	j.out = outputSchema(j.keyCols, ms)
 	return j, nil
 }
 
-// outputSchema is the keys, date, then the measures: int64, NULL for a
-// min or max of a day without values.
+// outputSchema is the keys, date, then the measures: int64 (float64 for
+// a measure over a float64 column; count() is int64), NULL for a min or
+// max of a day without values.
 func outputSchema(keys []catalog.Column, ms []Measure) catalog.Schema {
 	cols := append([]catalog.Column(nil), keys...)
 	cols = append(cols, catalog.Column{Name: "date", Type: catalog.Type{Kind: catalog.KindDate}})
 	for _, m := range ms {
-		cols = append(cols, catalog.Column{Name: m.Name, Type: catalog.Type{Kind: catalog.KindInt64}, Nullable: m.Func == Min || m.Func == Max})
+		cols = append(cols, catalog.Column{Name: m.Name, Type: m.valueType(), Nullable: m.Func == Min || m.Func == Max})
 	}
 	return catalog.Schema{Columns: cols}
 }
@@ -160,4 +168,13 @@ func (j *job) sourceChanges(versions []*catalog.Manifest) changes {
 		}
 	}
 	return ch
+}
+
+// valueType is the type of measure m's values: its output column's, and
+// for a running total its base's.
+func (m Measure) valueType() catalog.Type {
+	if m.float {
+		return catalog.Type{Kind: catalog.KindFloat64}
+	}
+	return catalog.Type{Kind: catalog.KindInt64}
 }

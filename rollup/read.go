@@ -19,8 +19,10 @@ import (
 type colData struct {
 	typ catalog.Type
 	// ints holds int32, int64, bool (0/1), date (days since 1970-01-01)
-	// and timestamp (microseconds since 1970-01-01 UTC) values.
-	ints []int64
+	// and timestamp (microseconds since 1970-01-01 UTC) values; floats
+	// float64 values.
+	ints   []int64
+	floats []float64
 	// bytes holds string, uuid (canonical text) and binary values back to
 	// back; value i is bytes[offs[i]:offs[i+1]].
 	bytes []byte
@@ -31,13 +33,17 @@ type colData struct {
 
 func (d *colData) reset(typ catalog.Type) {
 	d.typ = typ
-	d.ints, d.bytes, d.offs, d.valid = d.ints[:0], d.bytes[:0], append(d.offs[:0], 0), d.valid[:0]
+	d.ints, d.floats, d.bytes, d.offs, d.valid = d.ints[:0], d.floats[:0], d.bytes[:0], append(d.offs[:0], 0), d.valid[:0]
 }
 
 // reserve makes room for n values, so that appending them does not grow
 // the slices value by value.
 func (d *colData) reserve(n int) {
-	if cap(d.ints) < n {
+	if d.typ.Kind == catalog.KindFloat64 {
+		if cap(d.floats) < n {
+			d.floats = make([]float64, 0, n)
+		}
+	} else if cap(d.ints) < n {
 		d.ints = make([]int64, 0, n)
 	}
 	if cap(d.valid) < n {
@@ -51,8 +57,10 @@ func isBytes(k catalog.Kind) bool {
 	return k == catalog.KindString || k == catalog.KindUUID || k == catalog.KindBinary
 }
 
-// integer tells whether a column of kind k is a measure rollup sums.
-func integer(k catalog.Kind) bool { return k == catalog.KindInt32 || k == catalog.KindInt64 }
+// numeric tells whether a column of kind k is one a measure aggregates.
+func numeric(k catalog.Kind) bool {
+	return k == catalog.KindInt32 || k == catalog.KindInt64 || k == catalog.KindFloat64
+}
 
 // readChunk appends every value of one column chunk to d, converted by
 // the column's physical type once per batch of values.
@@ -113,6 +121,14 @@ func readChunk(c parquet.ColumnChunk, pc pqio.ParquetColumn, d *colData, buf []p
 		case pc.Kind == parquet.Int64:
 			for _, v := range vals {
 				d.ints = append(d.ints, v.Int64())
+			}
+		case pc.Kind == parquet.Double:
+			for _, v := range vals {
+				d.floats = append(d.floats, v.Double())
+			}
+		case pc.Kind == parquet.Float:
+			for _, v := range vals {
+				d.floats = append(d.floats, float64(v.Float()))
 			}
 		default:
 			return fmt.Errorf("column %q: rollup does not read %s columns", pc.Name, pc.Type)
@@ -190,6 +206,7 @@ func scanFile(ctx context.Context, st cloud.Store, key string, size int64, want 
 				if idx[i] < 0 {
 					cols[i].valid = append(cols[i].valid, make([]bool, n)...)
 					cols[i].ints = append(cols[i].ints, make([]int64, n)...)
+					cols[i].floats = append(cols[i].floats, make([]float64, n)...)
 					cols[i].offs = append(cols[i].offs, make([]int32, n)...)
 					continue
 				}

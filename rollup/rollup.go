@@ -167,7 +167,7 @@ func runOnce(ctx context.Context, out, src *catalog.Table, o Options) (Result, e
 	if err != nil {
 		return Result{}, err
 	}
-	r.snap, err = readBase(ctx, "snapshot "+cloud.Redact(o.Snapshot), files, r.j.keyCols, o.Measures, o.location())
+	r.snap, err = readBase(ctx, "snapshot "+cloud.Redact(o.Snapshot), files, r.j.keyCols, r.j.o.Measures, o.location())
 	release()
 	if err != nil {
 		return Result{}, err
