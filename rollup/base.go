@@ -33,6 +33,8 @@ type base struct {
 	// m's total for key k; nil for per-day measures.
 	vals  [][]int64
 	fvals [][]float64
+	// his[m][k] is the high word of a decimal total (vals its low).
+	his [][]int64
 }
 
 // identity names the base's content: another day, other rows or other
@@ -44,7 +46,7 @@ func (b *base) identity() string {
 // readBase reads the key columns, the running measures' columns and `date`
 // of files. what names them in errors ("snapshot s3://...").
 func readBase(ctx context.Context, what string, files []dataFile, keyCols []catalog.Column, ms []Measure, loc *time.Location) (*base, error) {
-	b := &base{day: -1 << 62, ki: newKeyIndex(), vals: make([][]int64, len(ms)), fvals: make([][]float64, len(ms))}
+	b := &base{day: -1 << 62, ki: newKeyIndex(), vals: make([][]int64, len(ms)), fvals: make([][]float64, len(ms)), his: make([][]int64, len(ms))}
 	want := append([]catalog.Column(nil), keyCols...)
 	var mIdx []int // measure index of want[len(keyCols)+j]
 	for m, x := range ms {
@@ -100,12 +102,16 @@ func readBase(ctx context.Context, what string, files []dataFile, keyCols []cata
 						h.Write(binary.LittleEndian.AppendUint64(nil, math.Float64bits(v)))
 						continue
 					}
-					v := int64(0)
+					v, hi := int64(0), int64(0)
 					if c.valid[i] {
-						v = c.ints[i]
+						v, hi = c.ints[i], c.hi(i)
 					}
 					b.vals[m] = append(b.vals[m], v)
 					h.Write(binary.LittleEndian.AppendUint64(nil, uint64(v)))
+					if ms[m].dec {
+						b.his[m] = append(b.his[m], hi)
+						h.Write(binary.LittleEndian.AppendUint64(nil, uint64(hi)))
+					}
 				}
 				b.sum += h.Sum64()
 				b.rows++
@@ -155,6 +161,10 @@ func checkBaseSchema(what string, s catalog.Schema, keyCols []catalog.Column, ms
 		}
 		switch {
 		case m.float && numeric(c.Type.Kind):
+			vals[j].Type = c.Type
+		case m.dec && (c.Type.Kind != catalog.KindDecimal || c.Type.Scale != m.src.Scale):
+			return fmt.Errorf("%s: column %q of measure %s is %s: want a decimal of scale %d", what, m.Name, m, c.Type, m.src.Scale)
+		case m.dec:
 			vals[j].Type = c.Type
 		case m.float:
 			return fmt.Errorf("%s: column %q of measure %s is %s: want float64, int32 or int64", what, m.Name, m, c.Type)

@@ -16,6 +16,9 @@ type grid struct {
 	// stored total); nil for per-day measures.
 	base  [][]int64
 	fbase [][]float64
+	// bhi and vhi hold the high words of a decimal sum's base and cells
+	// (base and vals their low words).
+	bhi, vhi [][]int64
 	// count[c] is the number of events in cell c; vals[m][c] (fvals for
 	// a float64 measure) the measure's aggregate (a sum of deltas, a
 	// day's sum, min or max); has[m][c] whether a min or max saw a
@@ -30,8 +33,8 @@ type grid struct {
 
 func newGrid(ms []Measure, first, days int64, b *base) *grid {
 	keys := b.ki.len()
-	g := &grid{measures: ms, first: first, days: days, base: b.vals, fbase: b.fvals,
-		vals: make([][]int64, len(ms)), fvals: make([][]float64, len(ms)), has: make([][]bool, len(ms))}
+	g := &grid{measures: ms, first: first, days: days, base: b.vals, fbase: b.fvals, bhi: b.his,
+		vals: make([][]int64, len(ms)), fvals: make([][]float64, len(ms)), vhi: make([][]int64, len(ms)), has: make([][]bool, len(ms))}
 	for m, ms := range ms {
 		switch {
 		case ms.Func.Running() && ms.float:
@@ -41,6 +44,9 @@ func newGrid(ms []Measure, first, days int64, b *base) *grid {
 		case ms.Func.Running():
 			for len(g.base[m]) < keys {
 				g.base[m] = append(g.base[m], 0)
+			}
+			for ms.dec && len(g.bhi[m]) < keys {
+				g.bhi[m] = append(g.bhi[m], 0)
 			}
 		}
 	}
@@ -59,6 +65,9 @@ func (g *grid) addKey() {
 			g.fbase[m] = append(g.fbase[m], 0)
 		case ms.Func.Running():
 			g.base[m] = append(g.base[m], 0)
+			if ms.dec {
+				g.bhi[m] = append(g.bhi[m], 0)
+			}
 		}
 	}
 }
@@ -72,6 +81,9 @@ func (g *grid) addCells() {
 			fill, ffill = math.MaxInt64, math.Inf(1)
 		case Max:
 			fill, ffill = math.MinInt64, math.Inf(-1)
+		}
+		if ms.wide() {
+			g.vhi[m] = append(g.vhi[m], make([]int64, g.days)...)
 		}
 		for range g.days {
 			if ms.float {
@@ -160,6 +172,15 @@ func (g *grid) fold(m int, col *colData) {
 		g.foldFloats(m, col)
 		return
 	}
+	if g.measures[m].wide() {
+		v, vh, x, ok := g.vals[m], g.vhi[m], col.ints, col.valid
+		for i, c := range g.cells {
+			if c >= 0 && ok[i] {
+				add128(&vh[c], &v[c], col.hi(i), x[i])
+			}
+		}
+		return
+	}
 	v, x, ok := g.vals[m], col.ints, col.valid
 	switch g.measures[m].Func {
 	case Sum, SumDay:
@@ -222,6 +243,7 @@ func (g *grid) foldFloats(m int, col *colData) {
 type totals struct {
 	ints   [][]int64
 	floats [][]float64
+	his    [][]int64 // a decimal total's high words
 }
 
 // rows returns day d's output rows: the key values, the date, then each
@@ -247,6 +269,13 @@ func (g *grid) rows(ki *keyIndex, d int64, running totals) [][]any {
 			case ms.Func == Sum && ms.float:
 				running.floats[m][k] += g.fvals[m][c]
 				row = append(row, running.floats[m][k])
+			case ms.Func == Sum && ms.dec:
+				add128(&running.his[m][k], &running.ints[m][k], g.vhi[m][c], g.vals[m][c])
+				row = append(row, formatDecimal128(running.his[m][k], running.ints[m][k], ms.src.Scale))
+			case ms.wide():
+				row = append(row, formatDecimal128(g.vhi[m][c], g.vals[m][c], ms.src.Scale))
+			case ms.dec:
+				row = append(row, formatDecimal128(hiOf(g.vals[m][c]), g.vals[m][c], ms.src.Scale))
 			case ms.Func == Sum:
 				running.ints[m][k] += g.vals[m][c]
 				row = append(row, running.ints[m][k])
@@ -264,13 +293,16 @@ func (g *grid) rows(ki *keyIndex, d int64, running totals) [][]any {
 // startTotals returns each running measure's totals per key before the
 // first day: the base.
 func (g *grid) startTotals() totals {
-	t := totals{ints: make([][]int64, len(g.measures)), floats: make([][]float64, len(g.measures))}
+	t := totals{ints: make([][]int64, len(g.measures)), floats: make([][]float64, len(g.measures)), his: make([][]int64, len(g.measures))}
 	for m, ms := range g.measures {
 		switch {
 		case ms.Func.Running() && ms.float:
 			t.floats[m] = append([]float64(nil), g.fbase[m]...)
 		case ms.Func.Running():
 			t.ints[m] = append([]int64(nil), g.base[m]...)
+			if ms.dec {
+				t.his[m] = append([]int64(nil), g.bhi[m]...)
+			}
 		}
 	}
 	return t

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/sluice-data/sluice/catalog"
 )
 
 // Func is a measure's aggregate function.
@@ -33,8 +35,10 @@ type Measure struct {
 	Func   Func
 	Column string
 	// float is set once the column is known to be float64: the
-	// measure's values and output column are float64 then.
-	float bool
+	// measure's values and output column are float64 then. dec is set
+	// for a decimal column, of type src: sums are exact, in 128 bits.
+	float, dec bool
+	src        catalog.Type
 }
 
 // String renders the measure as the command line writes it.

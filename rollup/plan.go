@@ -57,8 +57,11 @@ func newJob(o Options, src string, s catalog.Schema, spec catalog.PartitionSpec)
 		if !ok {
 			return nil, fmt.Errorf("source %s has no column %q for measure %s", src, m.Column, m)
 		}
-		if !numeric(c.Type.Kind) {
-			return nil, fmt.Errorf("source %s: measure %s is over column %q, which is %s: want int32, int64 or float64", src, m, m.Column, c.Type)
+		if !numeric(c.Type.Kind) && c.Type.Kind != catalog.KindDecimal {
+			return nil, fmt.Errorf("source %s: measure %s is over column %q, which is %s: want int32, int64, float64 or decimal", src, m, m.Column, c.Type)
+		}
+		if c.Type.Kind == catalog.KindDecimal && c.Type.Precision > 18 {
+			return nil, fmt.Errorf("source %s: measure %s is over column %q, which is %s: rollup aggregates decimals of up to 18 digits", src, m, m.Column, c.Type)
 		}
 		j.mCols = append(j.mCols, c)
 	}
@@ -67,6 +70,7 @@ func newJob(o Options, src string, s catalog.Schema, spec catalog.PartitionSpec)
 	ms := append([]Measure(nil), o.Measures...)
 	for m := range ms {
 		ms[m].float = j.mCols[m].Type.Kind == catalog.KindFloat64
+		ms[m].dec, ms[m].src = j.mCols[m].Type.Kind == catalog.KindDecimal, j.mCols[m].Type
 	}
 	j.o.Measures = ms
 	j.byDay = len(spec.Fields) == 1 && spec.Fields[0].Name == "date" && spec.Fields[0].Transform == "day" && spec.Fields[0].Source == o.Time
@@ -172,9 +176,18 @@ func (j *job) sourceChanges(versions []*catalog.Manifest) changes {
 
 // valueType is the type of measure m's values: its output column's, and
 // for a running total its base's.
+// A decimal's sum is decimal(38, s); its min or max the column's type.
 func (m Measure) valueType() catalog.Type {
-	if m.float {
+	switch {
+	case m.float && m.Func != Count:
 		return catalog.Type{Kind: catalog.KindFloat64}
+	case m.dec && (m.Func == Min || m.Func == Max):
+		return m.src
+	case m.dec && m.Func != Count:
+		return catalog.Type{Kind: catalog.KindDecimal, Precision: sumPrecision, Scale: m.src.Scale}
 	}
 	return catalog.Type{Kind: catalog.KindInt64}
 }
+
+// wide tells whether measure m's cells are 128-bit decimal sums.
+func (m Measure) wide() bool { return m.dec && (m.Func == Sum || m.Func == SumDay) }

@@ -23,6 +23,9 @@ type colData struct {
 	// float64 values.
 	ints   []int64
 	floats []float64
+	// his holds the high words of 128-bit decimals (ints their low
+	// words) when the column's values need them; empty otherwise.
+	his []int64
 	// bytes holds string, uuid (canonical text) and binary values back to
 	// back; value i is bytes[offs[i]:offs[i+1]].
 	bytes []byte
@@ -33,7 +36,7 @@ type colData struct {
 
 func (d *colData) reset(typ catalog.Type) {
 	d.typ = typ
-	d.ints, d.floats, d.bytes, d.offs, d.valid = d.ints[:0], d.floats[:0], d.bytes[:0], append(d.offs[:0], 0), d.valid[:0]
+	d.ints, d.floats, d.his, d.bytes, d.offs, d.valid = d.ints[:0], d.floats[:0], d.his[:0], d.bytes[:0], append(d.offs[:0], 0), d.valid[:0]
 }
 
 // reserve makes room for n values, so that appending them does not grow
@@ -49,6 +52,14 @@ func (d *colData) reserve(n int) {
 	if cap(d.valid) < n {
 		d.valid = make([]bool, 0, n)
 	}
+}
+
+// hi is the high word of value i as a 128-bit integer.
+func (d *colData) hi(i int) int64 {
+	if i < len(d.his) {
+		return d.his[i]
+	}
+	return hiOf(d.ints[i])
 }
 
 func (d *colData) value(i int) []byte { return d.bytes[d.offs[i]:d.offs[i+1]] }
@@ -75,6 +86,17 @@ func readChunk(c parquet.ColumnChunk, pc pqio.ParquetColumn, d *colData, buf []p
 			d.valid = append(d.valid, !v.IsNull())
 		}
 		switch {
+		case k == catalog.KindDecimal && (pc.Kind == parquet.FixedLenByteArray || pc.Kind == parquet.ByteArray):
+			for _, v := range vals {
+				hi, lo := int64(0), int64(0)
+				if !v.IsNull() {
+					var err error
+					if hi, lo, err = decimal128(v.ByteArray()); err != nil {
+						return err
+					}
+				}
+				d.ints, d.his = append(d.ints, lo), append(d.his, hi)
+			}
 		case isBytes(k):
 			for _, v := range vals {
 				if !v.IsNull() {
@@ -179,6 +201,9 @@ func scanFile(ctx context.Context, st cloud.Store, key string, size int64, want 
 		}
 		if j := idx[i]; j >= 0 && pcs[j].Type.Kind != w.Type.Kind && !(w.Type.Kind == catalog.KindInt64 && pcs[j].Type.Kind == catalog.KindInt32) {
 			return fmt.Errorf("%s: %w: column %q: the file has %s, the table %s", key, pqio.ErrIncompatibleSchema, w.Name, pcs[j].Type, w.Type)
+		}
+		if j := idx[i]; j >= 0 && w.Type.Kind == catalog.KindDecimal && pcs[j].Type.Scale != w.Type.Scale {
+			return fmt.Errorf("%s: %w: column %q: the file has %s, the table %s: rollup does not rescale decimals", key, pqio.ErrIncompatibleSchema, w.Name, pcs[j].Type, w.Type)
 		}
 	}
 	cols := make([]*colData, len(want))

@@ -25,7 +25,8 @@ event day). A running measure name=sum(col) is the snapshot's base (its
 column named like the measure; 0 for a key it lacks) plus the key's events
 of every day up to that one; count(), min(col), max(col) and sum_day(col)
 are per-day values. A measure over an int32 or int64 column is int64, over
-a float64 column float64. Events on or before the snapshot day are already in the
+a float64 column float64; over a decimal(p,s) column (p <= 18) sums are
+exact decimal(38,s), min and max decimal(p,s). Events on or before the snapshot day are already in the
 snapshot: they are not added again, and --json counts them.
 
 The snapshot (LOC) is a sluice table, a Parquet file or a CSV file (with a
