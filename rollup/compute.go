@@ -254,7 +254,7 @@ func (r *run) commit(ctx context.Context, g *grid, ki *keyIndex) error {
 	}
 	r.res.Keys = ki.len()
 	r.res.PartitionsReplaced = len(replaced)
-	raw, err := json.Marshal(state{Source: r.j.o.Source, SourceVersion: r.sm.Version, Snapshot: r.snap.identity(),
+	raw, err := json.Marshal(state{Source: r.sourceID(), SourceVersion: r.sm.Version, Snapshot: r.snap.identity(),
 		Spec: r.j.o.spec(), Through: dayString(r.through)})
 	if err != nil {
 		return err

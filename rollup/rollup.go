@@ -138,6 +138,15 @@ func (r *run) partitionFiles(ctx context.Context, m *catalog.Manifest, keep func
 	return files, skipped, nil
 }
 
+// sourceID names the source in the checkpoint: its store's location,
+// absolute, so that "./lake/events", "lake/events" from another folder and
+// "file:///.../lake/events" are one source; credentials in it are
+// redacted. (A checkpoint written before named the source as given, which
+// is accepted too.)
+func (r *run) sourceID() string {
+	return cloud.Redact(strings.TrimSuffix(r.src.Store().URL(""), "/"))
+}
+
 // refDay is the UTC day a source partition of a source partitioned by
 // day holds.
 func (r *run) refDay(ref catalog.PartitionRef) (int64, bool) {
@@ -253,7 +262,7 @@ func (r *run) decide(ctx context.Context) (int64, string, error) {
 		return 0, "other keys, time column, time zone or measures", nil
 	case old.Snapshot != r.snap.identity():
 		return 0, fmt.Sprintf("a new snapshot (%s, was %s)", r.snap.identity(), old.Snapshot), nil
-	case old.Source != o.Source:
+	case old.Source != r.sourceID() && old.Source != o.Source:
 		return 0, "another source", nil
 	case r.sm.Version < old.SourceVersion:
 		return 0, fmt.Sprintf("the source went back from version %d to %d", old.SourceVersion, r.sm.Version), nil
