@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -49,7 +50,12 @@ func (r *run) incremental(ctx context.Context, first int64) (*grid, *keyIndex, e
 		return nil, nil, err
 	}
 	g := newGrid(r.j.o.Measures, first, r.through-first+1, b)
-	changedFrom := map[int32]int64{}
+	// changedFrom[k]: key k's earliest day in the new events; a slice,
+	// not a map, as it is looked up once per new event.
+	changedFrom := make([]int64, b.ki.len())
+	for k := range changedFrom {
+		changedFrom[k] = math.MaxInt64
+	}
 	if err := r.aggregate(ctx, g, b.ki, false, changedFrom); err != nil {
 		if errors.Is(err, errNewKey) {
 			return nil, nil, fullNeeded("late events of a key the output does not hold yet")
@@ -58,7 +64,8 @@ func (r *run) incremental(ctx context.Context, first int64) (*grid, *keyIndex, e
 	}
 	r.res.First = dayString(first)
 	for k := 0; k < b.ki.len(); k++ {
-		from, ok := changedFrom[int32(k)]
+		from := changedFrom[k]
+		ok := from != math.MaxInt64
 		if r.through > r.oldThrough && (!ok || from > r.oldThrough+1) {
 			from, ok = r.oldThrough+1, true
 		}
@@ -75,7 +82,7 @@ func (r *run) incremental(ctx context.Context, first int64) (*grid, *keyIndex, e
 // hold those days. changedFrom, when not nil, is given per key the
 // earliest day of its events in the partitions changed since the output's
 // version.
-func (r *run) aggregate(ctx context.Context, g *grid, ki *keyIndex, allowNew bool, changedFrom map[int32]int64) error {
+func (r *run) aggregate(ctx context.Context, g *grid, ki *keyIndex, allowNew bool, changedFrom []int64) error {
 	j := r.j
 	margin, last := j.margin(), g.first+g.days-1
 	var t tally
@@ -150,11 +157,7 @@ func (r *run) aggregate(ctx context.Context, g *grid, ki *keyIndex, allowNew boo
 			}
 		}
 	}
-	onNew := func(k int32, d int64) {
-		if from, ok := changedFrom[k]; !ok || d < from {
-			changedFrom[k] = d
-		}
-	}
+	onNew := func(k int32, d int64) { changedFrom[k] = min(changedFrom[k], d) }
 	var bytesTotal, bytesDone int64
 	for _, f := range read {
 		bytesTotal += f.size
