@@ -52,7 +52,7 @@ func TestRollupBadInput(t *testing.T) {
 		}, "is not a sluice table"},
 		"a measure over a non-numeric column": {func(o *rollup.Options) {
 			o.Measures = append(o.Measures, measures(t, "x=max(b)")...)
-		}, `measure x=max(b) is over column "b", which is string: want int32 or int64`},
+		}, `measure x=max(b) is over column "b", which is string: want int32, int64, float64 or decimal`},
 		"a snapshot that does not exist": {func(o *rollup.Options) {
 			o.Snapshot = filepath.Join(dir, "nothing.parquet")
 		}, "nothing.parquet"},

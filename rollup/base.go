@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math"
 	"path"
 	"strings"
 	"time"
@@ -28,9 +29,12 @@ type base struct {
 	rows int64
 	sum  uint64 // an order-independent checksum of the rows
 	ki   *keyIndex
-	// vals[m][k]: running measure m's total for key k; nil for per-day
-	// measures.
-	vals [][]int64
+	// vals[m][k] (fvals[m][k] for a float64 measure): running measure
+	// m's total for key k; nil for per-day measures.
+	vals  [][]int64
+	fvals [][]float64
+	// his[m][k] is the high word of a decimal total (vals its low).
+	his [][]int64
 }
 
 // identity names the base's content: another day, other rows or other
@@ -42,18 +46,18 @@ func (b *base) identity() string {
 // readBase reads the key columns, the running measures' columns and `date`
 // of files. what names them in errors ("snapshot s3://...").
 func readBase(ctx context.Context, what string, files []dataFile, keyCols []catalog.Column, ms []Measure, loc *time.Location) (*base, error) {
-	b := &base{day: -1 << 62, ki: newKeyIndex(), vals: make([][]int64, len(ms))}
+	b := &base{day: -1 << 62, ki: newKeyIndex(), vals: make([][]int64, len(ms)), fvals: make([][]float64, len(ms)), his: make([][]int64, len(ms))}
 	want := append([]catalog.Column(nil), keyCols...)
 	var mIdx []int // measure index of want[len(keyCols)+j]
 	for m, x := range ms {
 		if x.Func.Running() {
-			want = append(want, catalog.Column{Name: x.Name, Type: catalog.Type{Kind: catalog.KindInt64}})
+			want = append(want, catalog.Column{Name: x.Name, Type: x.valueType()})
 			mIdx = append(mIdx, m)
 		}
 	}
 	dateAt := len(want)
 	want = append(want, catalog.Column{Name: "date", Type: catalog.Type{Kind: catalog.KindDate}})
-	check := func(s catalog.Schema) error { return checkBaseSchema(what, s, keyCols, ms, &want[dateAt]) }
+	check := func(s catalog.Schema) error { return checkBaseSchema(what, s, keyCols, ms, want[len(keyCols):]) }
 	z := &dayer{loc: loc}
 	seen := false
 	for _, f := range files {
@@ -85,12 +89,29 @@ func readBase(ctx context.Context, what string, files []dataFile, keyCols []cata
 				h.Write(b.ki.buf)
 				for j, m := range mIdx {
 					c := cols[len(keyCols)+j]
-					v := int64(0)
+					if ms[m].float {
+						v := 0.0
+						switch {
+						case !c.valid[i]:
+						case c.typ.Kind == catalog.KindFloat64:
+							v = c.floats[i]
+						default:
+							v = float64(c.ints[i])
+						}
+						b.fvals[m] = append(b.fvals[m], v)
+						h.Write(binary.LittleEndian.AppendUint64(nil, math.Float64bits(v)))
+						continue
+					}
+					v, hi := int64(0), int64(0)
 					if c.valid[i] {
-						v = c.ints[i]
+						v, hi = c.ints[i], c.hi(i)
 					}
 					b.vals[m] = append(b.vals[m], v)
 					h.Write(binary.LittleEndian.AppendUint64(nil, uint64(v)))
+					if ms[m].dec {
+						b.his[m] = append(b.his[m], hi)
+						h.Write(binary.LittleEndian.AppendUint64(nil, uint64(hi)))
+					}
 				}
 				b.sum += h.Sum64()
 				b.rows++
@@ -116,8 +137,10 @@ func keyText(keys []*colData, i int) string {
 }
 
 // checkBaseSchema checks a snapshot file's columns against what the rollup
-// needs, and sets date's type to the file's (date or timestamp).
-func checkBaseSchema(what string, s catalog.Schema, keyCols []catalog.Column, ms []Measure, date *catalog.Column) error {
+// needs, and sets the types of the columns read (vals: the running
+// measures' in order, then date) to the file's: date or timestamp; an
+// integer base of a float64 measure.
+func checkBaseSchema(what string, s catalog.Schema, keyCols []catalog.Column, ms []Measure, vals []catalog.Column) error {
 	for _, k := range keyCols {
 		c, ok := s.Column(k.Name)
 		if !ok {
@@ -127,6 +150,7 @@ func checkBaseSchema(what string, s catalog.Schema, keyCols []catalog.Column, ms
 			return fmt.Errorf("%s: key column %q is %s, the events' is %s", what, k.Name, c.Type, k.Type)
 		}
 	}
+	j := 0
 	for _, m := range ms {
 		if !m.Func.Running() {
 			continue
@@ -135,10 +159,21 @@ func checkBaseSchema(what string, s catalog.Schema, keyCols []catalog.Column, ms
 		if !ok {
 			return fmt.Errorf("%s has no column %q for the base of measure %s", what, m.Name, m)
 		}
-		if !integer(c.Type.Kind) {
+		switch {
+		case m.float && numeric(c.Type.Kind):
+			vals[j].Type = c.Type
+		case m.dec && (c.Type.Kind != catalog.KindDecimal || c.Type.Scale != m.src.Scale):
+			return fmt.Errorf("%s: column %q of measure %s is %s: want a decimal of scale %d", what, m.Name, m, c.Type, m.src.Scale)
+		case m.dec:
+			vals[j].Type = c.Type
+		case m.float:
+			return fmt.Errorf("%s: column %q of measure %s is %s: want float64, int32 or int64", what, m.Name, m, c.Type)
+		case c.Type.Kind != catalog.KindInt32 && c.Type.Kind != catalog.KindInt64:
 			return fmt.Errorf("%s: column %q of measure %s is %s: want int32 or int64", what, m.Name, m, c.Type)
 		}
+		j++
 	}
+	date := &vals[j]
 	c, ok := s.Column("date")
 	if !ok {
 		return fmt.Errorf("%s has no date column (the snapshot day)", what)
@@ -176,7 +211,7 @@ func snapshotFiles(ctx context.Context, loc string) ([]dataFile, func(), error) 
 	if err != nil {
 		return nil, nil, fmt.Errorf("snapshot %s: %w", cloud.Redact(loc), err)
 	}
-	files, err := tableFiles(ctx, t, nil)
+	files, err := tableFiles(ctx, t)
 	if err != nil {
 		t.Close()
 		if errors.Is(err, catalog.ErrTableNotFound) {
@@ -187,31 +222,38 @@ func snapshotFiles(ctx context.Context, loc string) ([]dataFile, func(), error) 
 	return files, func() { t.Close() }, nil
 }
 
-// tableFiles lists t's live files at its latest version that keep says to
-// read (nil: all).
-func tableFiles(ctx context.Context, t *catalog.Table, keep func(catalog.DataFile) bool) ([]dataFile, error) {
+// tableFiles lists t's live files at its latest version.
+func tableFiles(ctx context.Context, t *catalog.Table) ([]dataFile, error) {
 	m, err := t.Latest(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return manifestFiles(ctx, t, m, keep)
+	return manifestFiles(ctx, t, m, nil)
 }
 
-func manifestFiles(ctx context.Context, t *catalog.Table, m *catalog.Manifest, keep func(catalog.DataFile) bool) ([]dataFile, error) {
-	all, err := t.Files(ctx, m)
+// manifestFiles lists t's live files at version m in the partitions keep
+// accepts (nil: all), reading only those partitions' pieces.
+func manifestFiles(ctx context.Context, t *catalog.Table, m *catalog.Manifest, keep func(partition string) bool) ([]dataFile, error) {
+	refs, err := t.Partitions(ctx, m)
 	if err != nil {
 		return nil, err
 	}
 	var out []dataFile
-	for _, f := range all {
-		if keep != nil && !keep(f) {
+	for _, ref := range refs {
+		if keep != nil && !keep(ref.Partition) {
 			continue
 		}
-		st, key, err := t.DataFileStore(ctx, f)
+		files, err := t.PartitionFiles(ctx, ref)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, dataFile{st, key, f.Bytes})
+		for _, f := range files {
+			st, key, err := t.DataFileStore(ctx, f)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, dataFile{st, key, f.Bytes})
+		}
 	}
 	return out, nil
 }

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/sluice-data/sluice/catalog"
@@ -22,7 +24,7 @@ func (f fullNeeded) Error() string { return string(f) }
 // full computes every day from the snapshot's.
 func (r *run) full(ctx context.Context) (*grid, *keyIndex, error) {
 	s := r.snap
-	g := newGrid(r.j.o.Measures, s.day, r.through-s.day+1, s.vals, s.ki.len())
+	g := newGrid(r.j.o.Measures, s.day, r.through-s.day+1, s)
 	if err := r.aggregate(ctx, g, s.ki, true, nil); err != nil {
 		return nil, nil, err
 	}
@@ -36,10 +38,7 @@ func (r *run) full(ctx context.Context) (*grid, *keyIndex, error) {
 // the output stores for the day before.
 func (r *run) incremental(ctx context.Context, first int64) (*grid, *keyIndex, error) {
 	prev := dayString(first - 1)
-	files, err := manifestFiles(ctx, r.out, r.om, func(f catalog.DataFile) bool {
-		d, ok := partitionDay(f)
-		return ok && d == first-1
-	})
+	files, err := manifestFiles(ctx, r.out, r.om, func(partition string) bool { return partition == "date="+prev })
 	if err != nil {
 		return nil, nil, fmt.Errorf("output %s: %w", cloud.Redact(r.out.Location()), err)
 	}
@@ -50,8 +49,13 @@ func (r *run) incremental(ctx context.Context, first int64) (*grid, *keyIndex, e
 	if err != nil {
 		return nil, nil, err
 	}
-	g := newGrid(r.j.o.Measures, first, r.through-first+1, b.vals, b.ki.len())
-	changedFrom := map[int32]int64{}
+	g := newGrid(r.j.o.Measures, first, r.through-first+1, b)
+	// changedFrom[k]: key k's earliest day in the new events; a slice,
+	// not a map, as it is looked up once per new event.
+	changedFrom := make([]int64, b.ki.len())
+	for k := range changedFrom {
+		changedFrom[k] = math.MaxInt64
+	}
 	if err := r.aggregate(ctx, g, b.ki, false, changedFrom); err != nil {
 		if errors.Is(err, errNewKey) {
 			return nil, nil, fullNeeded("late events of a key the output does not hold yet")
@@ -60,7 +64,8 @@ func (r *run) incremental(ctx context.Context, first int64) (*grid, *keyIndex, e
 	}
 	r.res.First = dayString(first)
 	for k := 0; k < b.ki.len(); k++ {
-		from, ok := changedFrom[int32(k)]
+		from := changedFrom[k]
+		ok := from != math.MaxInt64
 		if r.through > r.oldThrough && (!ok || from > r.oldThrough+1) {
 			from, ok = r.oldThrough+1, true
 		}
@@ -77,11 +82,34 @@ func (r *run) incremental(ctx context.Context, first int64) (*grid, *keyIndex, e
 // hold those days. changedFrom, when not nil, is given per key the
 // earliest day of its events in the partitions changed since the output's
 // version.
-func (r *run) aggregate(ctx context.Context, g *grid, ki *keyIndex, allowNew bool, changedFrom map[int32]int64) error {
+func (r *run) aggregate(ctx context.Context, g *grid, ki *keyIndex, allowNew bool, changedFrom []int64) error {
 	j := r.j
-	all, err := r.src.Files(ctx, r.sm)
+	margin, last := j.margin(), g.first+g.days-1
+	var t tally
+	// Partitions wholly outside the days computed are counted from their
+	// totals, without listing their files. A full run counts the events
+	// on or before the snapshot day; an incremental one counted them
+	// before.
+	outside := func(p int64) (before, after bool) { return p+margin < g.first, p-margin > last }
+	all, skipped, err := r.partitionFiles(ctx, r.sm, func(ref catalog.PartitionRef) bool {
+		p, ok := r.refDay(ref)
+		before, after := outside(p)
+		return !ok || !before && !after
+	})
 	if err != nil {
-		return fmt.Errorf("source %s: %w", cloud.Redact(j.o.Source), err)
+		return err
+	}
+	for _, ref := range skipped {
+		p, _ := r.refDay(ref)
+		if before, _ := outside(p); before {
+			if g.first == r.snap.day {
+				t.read += ref.Rows
+				t.excluded += ref.Rows
+			}
+			continue
+		}
+		t.read += ref.Rows
+		t.after += ref.Rows
 	}
 	nk := len(j.keyCols)
 	want := append(append([]catalog.Column(nil), j.keyCols...), j.timeCol)
@@ -93,29 +121,10 @@ func (r *run) aggregate(ctx context.Context, g *grid, ki *keyIndex, allowNew boo
 			want = append(want, c)
 		}
 	}
-	margin, last := j.margin(), g.first+g.days-1
 	z := &dayer{loc: j.o.location()}
-	var t tally
-	var days []int64
-	mcols := make([]*colData, len(mAt))
+	var read []dataFile
+	var news []bool // read[i] holds events new since the output's version
 	for _, f := range all {
-		if p, ok := partitionDay(f); ok && j.byDay {
-			switch {
-			case p+margin < g.first:
-				// Wholly before the days computed. A full run counts
-				// the events on or before the snapshot day from the
-				// statistics; an incremental one counted them before.
-				if g.first == r.snap.day {
-					t.read += f.Rows
-					t.excluded += f.Rows
-				}
-				continue
-			case p-margin > last:
-				t.read += f.Rows
-				t.after += f.Rows
-				continue
-			}
-		}
 		if lo, hi, ok := r.statDays(f, z); ok {
 			switch {
 			case hi < g.first:
@@ -130,38 +139,58 @@ func (r *run) aggregate(ctx context.Context, g *grid, ki *keyIndex, allowNew boo
 				continue
 			}
 		}
-		var onRow func(k int32, d int64)
-		if changedFrom != nil && r.changed[f.Partition] && !r.oldFiles[f.Path] {
-			onRow = func(k int32, d int64) {
-				if from, ok := changedFrom[k]; !ok || d < from {
-					changedFrom[k] = d
-				}
-			}
-		}
 		st, key, err := r.src.DataFileStore(ctx, f)
 		if err != nil {
 			return err
 		}
-		err = scanFile(ctx, st, key, f.Bytes, want, nil, func(cols []*colData, n int) error {
-			tc := cols[nk]
-			days = append(days[:0], tc.ints...)
-			if tc.typ.Kind == catalog.KindTimestamp {
-				for i, us := range days {
-					days[i] = z.day(us)
-				}
+		read = append(read, dataFile{st, key, f.Bytes})
+		news = append(news, changedFrom != nil && r.changed[f.Partition] && !r.oldFiles[f.Path])
+	}
+	loc, timestamps := j.o.location(), j.timeCol.Type.Kind == catalog.KindTimestamp
+	// toDays turns the time column into day numbers, in the reading
+	// goroutines.
+	toDays := func(cols []*colData, n int) {
+		if tc := cols[nk]; timestamps {
+			z := &dayer{loc: loc}
+			for i, us := range tc.ints {
+				tc.ints[i] = z.day(us)
 			}
-			for m, at := range mAt {
-				mcols[m] = nil
-				if at >= 0 {
-					mcols[m] = cols[at]
-				}
-			}
-			return g.add(ki, cols[:nk], days, tc.valid, mcols, r.snap.day, allowNew, &t, onRow)
-		})
-		if err != nil {
-			return err
 		}
 	}
+	onNew := func(k int32, d int64) { changedFrom[k] = min(changedFrom[k], d) }
+	var bytesTotal, bytesDone int64
+	for _, f := range read {
+		bytesTotal += f.size
+	}
+	progress := func(int64, int64) {}
+	if j.o.Progress != nil {
+		progress = j.o.Progress
+	}
+	progress(0, bytesTotal)
+	mcols := make([]*colData, len(mAt))
+	cur := 0 // the file being consumed
+	err = scanFilesInOrder(ctx, read, want, readWorkers(len(read)), toDays, func(file int, cols []*colData, n int) error {
+		for ; cur < file; cur++ {
+			bytesDone += read[cur].size
+			progress(bytesDone, bytesTotal)
+		}
+		for m, at := range mAt {
+			mcols[m] = nil
+			if at >= 0 {
+				mcols[m] = cols[at]
+			}
+		}
+		var onRow func(k int32, d int64)
+		if news[file] {
+			onRow = onNew
+		}
+		tc := cols[nk]
+		return g.add(ki, cols[:nk], tc.ints, tc.valid, mcols, r.snap.day, allowNew, &t, onRow)
+	})
+	if err != nil {
+		return err
+	}
+	progress(bytesTotal, bytesTotal)
 	r.res.EventsRead, r.res.EventsExcluded, r.res.EventsAfter, r.res.EventsNoTime = t.read, t.excluded, t.after, t.nullTime
 	return nil
 }
@@ -185,16 +214,26 @@ func (r *run) commit(ctx context.Context, g *grid, ki *keyIndex) error {
 	var remove []catalog.DataFile
 	replaced := map[string]bool{}
 	if r.om != nil {
-		files, err := r.out.Files(ctx, r.om)
+		// Only the partitions replaced are listed: the cost of a day's
+		// run does not grow with the days before it.
+		refs, err := r.out.Partitions(ctx, r.om)
 		if err != nil {
 			return fmt.Errorf("output %s: %w", cloud.Redact(r.out.Location()), err)
 		}
-		for _, f := range files {
-			if d, ok := partitionDay(f); r.res.Full || !ok || d >= g.first {
-				remove = append(remove, f)
-				if ok && d >= g.first && d <= r.through {
-					replaced[f.Partition] = true
-				}
+		for _, ref := range refs {
+			day, isDate := strings.CutPrefix(ref.Partition, "date=")
+			d, ok := parseDay(day)
+			ok = ok && isDate
+			if !r.res.Full && ok && d < g.first {
+				continue
+			}
+			files, err := r.out.PartitionFiles(ctx, ref)
+			if err != nil {
+				return fmt.Errorf("output %s: %w", cloud.Redact(r.out.Location()), err)
+			}
+			remove = append(remove, files...)
+			if ok && d >= g.first && d <= r.through && len(files) > 0 {
+				replaced[ref.Partition] = true
 			}
 		}
 	}
@@ -218,7 +257,7 @@ func (r *run) commit(ctx context.Context, g *grid, ki *keyIndex) error {
 	}
 	r.res.Keys = ki.len()
 	r.res.PartitionsReplaced = len(replaced)
-	raw, err := json.Marshal(state{Source: r.j.o.Source, SourceVersion: r.sm.Version, Snapshot: r.snap.identity(),
+	raw, err := json.Marshal(state{Source: r.sourceID(), SourceVersion: r.sm.Version, Snapshot: r.snap.identity(),
 		Spec: r.j.o.spec(), Through: dayString(r.through)})
 	if err != nil {
 		return err

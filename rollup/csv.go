@@ -106,6 +106,10 @@ func (d *colData) appendText(typ catalog.Type, s string) error {
 	if s == "" {
 		d.valid = append(d.valid, false)
 		d.ints = append(d.ints, 0)
+		d.floats = append(d.floats, 0)
+		if typ.Kind == catalog.KindDecimal {
+			d.his = append(d.his, 0)
+		}
 		d.offs = append(d.offs, int32(len(d.bytes)))
 		return nil
 	}
@@ -119,6 +123,24 @@ func (d *colData) appendText(typ catalog.Type, s string) error {
 		x = int64(v)
 	case int64:
 		x = v
+	case string:
+		if typ.Kind == catalog.KindDecimal {
+			hi, lo, err := decimalText(typ, v)
+			if err != nil {
+				return err
+			}
+			d.valid = append(d.valid, true)
+			d.ints, d.his = append(d.ints, lo), append(d.his, hi)
+			d.offs = append(d.offs, int32(len(d.bytes)))
+			return nil
+		}
+		d.bytes = append(d.bytes, v...)
+	case float64:
+		d.valid = append(d.valid, true)
+		d.ints = append(d.ints, 0)
+		d.floats = append(d.floats, v)
+		d.offs = append(d.offs, int32(len(d.bytes)))
+		return nil
 	case bool:
 		x = int64(boolInt(v))
 	case time.Time:
@@ -127,8 +149,6 @@ func (d *colData) appendText(typ catalog.Type, s string) error {
 		} else {
 			x = v.UnixMicro()
 		}
-	case string:
-		d.bytes = append(d.bytes, v...)
 	case []byte:
 		d.bytes = append(d.bytes, v...)
 	default:

@@ -16,7 +16,14 @@
 //     including that day. Per-day measures `count()`, `min(col)`,
 //     `max(col)` and `sum_day(col)` carry no running total: count and
 //     sum_day are 0 on a day without events, min and max NULL. NULL
-//     measure values are ignored, as SQL aggregates ignore them.
+//     measure values are ignored, as SQL aggregates ignore them. A
+//     measure over an int32 or int64 column is int64; over a float64
+//     column it is float64 (a float64 running total may start from an
+//     integer base), its sums added in the order the files and their
+//     rows are read, as any engine adds floats in some order. Over a
+//     decimal(p, s) column of up to 18 digits, sums are exact (128-bit)
+//     decimal(38, s), as SQL's SUM gives them, from a base of scale s;
+//     min and max keep the column's type.
 //   - Events dated on or before the snapshot day are already counted in
 //     the snapshot: they are not added again, and Result counts them.
 //

@@ -11,27 +11,42 @@ type grid struct {
 	measures []Measure
 	first    int64 // the first day computed
 	days     int64 // days computed: first .. first+days-1
-	// base[m][k] is running measure m's value for key k on day first-1
-	// (the snapshot's, or the output's stored total); nil for per-day
-	// measures.
-	base [][]int64
-	// count[c] is the number of events in cell c; vals[m][c] the
-	// measure's aggregate (a sum of deltas, a day's sum, min or max);
-	// has[m][c] whether a min or max saw a non-NULL value.
+	// base[m][k] (fbase for a float64 measure) is running measure m's
+	// value for key k on day first-1 (the snapshot's, or the output's
+	// stored total); nil for per-day measures.
+	base  [][]int64
+	fbase [][]float64
+	// bhi and vhi hold the high words of a decimal sum's base and cells
+	// (base and vals their low words).
+	bhi, vhi [][]int64
+	// count[c] is the number of events in cell c; vals[m][c] (fvals for
+	// a float64 measure) the measure's aggregate (a sum of deltas, a
+	// day's sum, min or max); has[m][c] whether a min or max saw a
+	// non-NULL value.
 	count []int64
 	vals  [][]int64
+	fvals [][]float64
 	has   [][]bool
 	// cells is scratch: each row's cell, -1 for a row not counted.
 	cells []int64
 }
 
-func newGrid(ms []Measure, first, days int64, base [][]int64, keys int) *grid {
-	g := &grid{measures: ms, first: first, days: days, base: base,
-		vals: make([][]int64, len(ms)), has: make([][]bool, len(ms))}
+func newGrid(ms []Measure, first, days int64, b *base) *grid {
+	keys := b.ki.len()
+	g := &grid{measures: ms, first: first, days: days, base: b.vals, fbase: b.fvals, bhi: b.his,
+		vals: make([][]int64, len(ms)), fvals: make([][]float64, len(ms)), vhi: make([][]int64, len(ms)), has: make([][]bool, len(ms))}
 	for m, ms := range ms {
-		if ms.Func.Running() {
+		switch {
+		case ms.Func.Running() && ms.float:
+			for len(g.fbase[m]) < keys {
+				g.fbase[m] = append(g.fbase[m], 0)
+			}
+		case ms.Func.Running():
 			for len(g.base[m]) < keys {
 				g.base[m] = append(g.base[m], 0)
+			}
+			for ms.dec && len(g.bhi[m]) < keys {
+				g.bhi[m] = append(g.bhi[m], 0)
 			}
 		}
 	}
@@ -45,8 +60,14 @@ func newGrid(ms []Measure, first, days int64, base [][]int64, keys int) *grid {
 func (g *grid) addKey() {
 	g.addCells()
 	for m, ms := range g.measures {
-		if ms.Func.Running() {
+		switch {
+		case ms.Func.Running() && ms.float:
+			g.fbase[m] = append(g.fbase[m], 0)
+		case ms.Func.Running():
 			g.base[m] = append(g.base[m], 0)
+			if ms.dec {
+				g.bhi[m] = append(g.bhi[m], 0)
+			}
 		}
 	}
 }
@@ -54,15 +75,22 @@ func (g *grid) addKey() {
 func (g *grid) addCells() {
 	g.count = append(g.count, make([]int64, g.days)...)
 	for m, ms := range g.measures {
-		fill := int64(0)
+		fill, ffill := int64(0), 0.0
 		switch ms.Func {
 		case Min:
-			fill = math.MaxInt64
+			fill, ffill = math.MaxInt64, math.Inf(1)
 		case Max:
-			fill = math.MinInt64
+			fill, ffill = math.MinInt64, math.Inf(-1)
+		}
+		if ms.wide() {
+			g.vhi[m] = append(g.vhi[m], make([]int64, g.days)...)
 		}
 		for range g.days {
-			g.vals[m] = append(g.vals[m], fill)
+			if ms.float {
+				g.fvals[m] = append(g.fvals[m], ffill)
+			} else {
+				g.vals[m] = append(g.vals[m], fill)
+			}
 		}
 		if ms.Func == Min || ms.Func == Max {
 			g.has[m] = append(g.has[m], make([]bool, g.days)...)
@@ -140,6 +168,19 @@ func (g *grid) add(ki *keyIndex, keyCols []*colData, days []int64, dayValid []bo
 
 // fold aggregates one measure column into its cells: one loop per function.
 func (g *grid) fold(m int, col *colData) {
+	if g.measures[m].float {
+		g.foldFloats(m, col)
+		return
+	}
+	if g.measures[m].wide() {
+		v, vh, x, ok := g.vals[m], g.vhi[m], col.ints, col.valid
+		for i, c := range g.cells {
+			if c >= 0 && ok[i] {
+				add128(&vh[c], &v[c], col.hi(i), x[i])
+			}
+		}
+		return
+	}
 	v, x, ok := g.vals[m], col.ints, col.valid
 	switch g.measures[m].Func {
 	case Sum, SumDay:
@@ -167,10 +208,48 @@ func (g *grid) fold(m int, col *colData) {
 	}
 }
 
+// foldFloats is fold for a float64 measure. A day's sum adds the values
+// in the order the files and their rows are read.
+func (g *grid) foldFloats(m int, col *colData) {
+	v, x, ok := g.fvals[m], col.floats, col.valid
+	switch g.measures[m].Func {
+	case Sum, SumDay:
+		for i, c := range g.cells {
+			if c >= 0 && ok[i] {
+				v[c] += x[i]
+			}
+		}
+	case Min:
+		h := g.has[m]
+		for i, c := range g.cells {
+			if c >= 0 && ok[i] {
+				v[c] = min(v[c], x[i])
+				h[c] = true
+			}
+		}
+	case Max:
+		h := g.has[m]
+		for i, c := range g.cells {
+			if c >= 0 && ok[i] {
+				v[c] = max(v[c], x[i])
+				h[c] = true
+			}
+		}
+	}
+}
+
+// totals are the running measures' totals per key: ints[m][k], or
+// floats[m][k] for a float64 measure.
+type totals struct {
+	ints   [][]int64
+	floats [][]float64
+	his    [][]int64 // a decimal total's high words
+}
+
 // rows returns day d's output rows: the key values, the date, then each
 // measure. running holds each running measure's total per key through day
 // d-1 and is advanced to d.
-func (g *grid) rows(ki *keyIndex, d int64, running [][]int64) [][]any {
+func (g *grid) rows(ki *keyIndex, d int64, running totals) [][]any {
 	keys := g.keys()
 	out := make([][]any, keys)
 	date := dayTime(d)
@@ -182,20 +261,28 @@ func (g *grid) rows(ki *keyIndex, d int64, running [][]int64) [][]any {
 		row = append(row, date)
 		c := int64(k)*g.days + off
 		for m, ms := range g.measures {
-			switch ms.Func {
-			case Sum:
-				running[m][k] += g.vals[m][c]
-				row = append(row, running[m][k])
-			case SumDay:
-				row = append(row, g.vals[m][c])
-			case Count:
+			switch {
+			case ms.Func == Count:
 				row = append(row, g.count[c])
+			case (ms.Func == Min || ms.Func == Max) && !g.has[m][c]:
+				row = append(row, nil)
+			case ms.Func == Sum && ms.float:
+				running.floats[m][k] += g.fvals[m][c]
+				row = append(row, running.floats[m][k])
+			case ms.Func == Sum && ms.dec:
+				add128(&running.his[m][k], &running.ints[m][k], g.vhi[m][c], g.vals[m][c])
+				row = append(row, formatDecimal128(running.his[m][k], running.ints[m][k], ms.src.Scale))
+			case ms.wide():
+				row = append(row, formatDecimal128(g.vhi[m][c], g.vals[m][c], ms.src.Scale))
+			case ms.dec:
+				row = append(row, formatDecimal128(hiOf(g.vals[m][c]), g.vals[m][c], ms.src.Scale))
+			case ms.Func == Sum:
+				running.ints[m][k] += g.vals[m][c]
+				row = append(row, running.ints[m][k])
+			case ms.float:
+				row = append(row, g.fvals[m][c])
 			default:
-				if g.has[m][c] {
-					row = append(row, g.vals[m][c])
-				} else {
-					row = append(row, nil)
-				}
+				row = append(row, g.vals[m][c])
 			}
 		}
 		out[k] = row
@@ -204,13 +291,19 @@ func (g *grid) rows(ki *keyIndex, d int64, running [][]int64) [][]any {
 }
 
 // startTotals returns each running measure's totals per key before the
-// first day: the base (nil for per-day measures).
-func (g *grid) startTotals() [][]int64 {
-	out := make([][]int64, len(g.measures))
+// first day: the base.
+func (g *grid) startTotals() totals {
+	t := totals{ints: make([][]int64, len(g.measures)), floats: make([][]float64, len(g.measures)), his: make([][]int64, len(g.measures))}
 	for m, ms := range g.measures {
-		if ms.Func.Running() {
-			out[m] = append([]int64(nil), g.base[m]...)
+		switch {
+		case ms.Func.Running() && ms.float:
+			t.floats[m] = append([]float64(nil), g.fbase[m]...)
+		case ms.Func.Running():
+			t.ints[m] = append([]int64(nil), g.base[m]...)
+			if ms.dec {
+				t.his[m] = append([]int64(nil), g.bhi[m]...)
+			}
 		}
 	}
-	return out
+	return t
 }

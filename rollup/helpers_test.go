@@ -52,10 +52,14 @@ var regions = []string{"eu", "us"}
 // 1000 appear only after the snapshot day. Each key has events on a few
 // random days (silent on the others), some on and before the snapshot day,
 // some within minutes of midnight (so that a time zone moves them).
-func genEvents(r *rand.Rand) []event {
+func genEvents(r *rand.Rand) []event { return genEventsN(r, 1200) }
+
+// genEventsN is genEvents for lists 1..lists: lists up to lists*5/6 are
+// in the snapshot, lists*3/4 .. lists*5/6 have no events.
+func genEventsN(r *rand.Rand, lists int64) []event {
 	var out []event
-	for a := int64(1); a <= 1200; a++ {
-		if a >= 900 && a <= 1000 {
+	for a := int64(1); a <= lists; a++ {
+		if a >= lists*3/4 && a <= lists*5/6 {
 			continue
 		}
 		for _, b := range regions {
@@ -80,9 +84,12 @@ func genEvents(r *rand.Rand) []event {
 }
 
 // snapshotRows are the snapshot's: keys of lists 1..1000 with a base.
-func snapshotRows(r *rand.Rand) [][]any {
+func snapshotRows(r *rand.Rand) [][]any { return snapshotRowsN(r, 1200) }
+
+// snapshotRowsN are the snapshot's of genEventsN(r, lists).
+func snapshotRowsN(r *rand.Rand, lists int64) [][]any {
 	var out [][]any
-	for a := int64(1); a <= 1000; a++ {
+	for a := int64(1); a <= lists*5/6; a++ {
 		for _, b := range regions {
 			out = append(out, []any{a, b, day0, int64(r.IntN(500))})
 		}

@@ -199,3 +199,17 @@ func TestRollupConcurrentRunsEqualOne(t *testing.T) {
 		}
 	}
 }
+
+// The source named another way (a file:// URL of the same folder) is the
+// same source: a rerun with nothing new commits nothing.
+func TestRollupSourceSpelledAnotherWayIsTheSame(t *testing.T) {
+	dir := t.TempDir()
+	src, snap, _ := dataSet(t, dir)
+	out := filepath.Join(dir, "rollup")
+	run(t, out, options(t, src, snap))
+	o := options(t, src, snap)
+	o.Source = "file://" + filepath.ToSlash(src) + "/"
+	if res := run(t, out, o); res.Version != 0 || res.Full {
+		t.Fatalf("the source as %s: %+v, want nothing committed", o.Source, res)
+	}
+}

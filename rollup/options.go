@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/sluice-data/sluice/catalog"
 )
 
 // Func is a measure's aggregate function.
@@ -32,6 +34,11 @@ type Measure struct {
 	Name   string
 	Func   Func
 	Column string
+	// float is set once the column is known to be float64: the
+	// measure's values and output column are float64 then. dec is set
+	// for a decimal column, of type src: sums are exact, in 128 bits.
+	float, dec bool
+	src        catalog.Type
 }
 
 // String renders the measure as the command line writes it.
@@ -83,6 +90,11 @@ type Options struct {
 	RunID string
 	// Logger receives one line per phase; nil: none.
 	Logger *slog.Logger
+	// Progress, when set, is told the bytes of the source's files read so
+	// far and the bytes of those the run reads, after each file, from
+	// the goroutine that called Run. A run that restarts (it lost the
+	// commit race) starts again from 0.
+	Progress func(bytesDone, bytesTotal int64)
 }
 
 // Validate names every bad field.

@@ -57,34 +57,37 @@ func newJob(o Options, src string, s catalog.Schema, spec catalog.PartitionSpec)
 		if !ok {
 			return nil, fmt.Errorf("source %s has no column %q for measure %s", src, m.Column, m)
 		}
-		if !integer(c.Type.Kind) {
-			return nil, fmt.Errorf("source %s: measure %s is over column %q, which is %s: want int32 or int64", src, m, m.Column, c.Type)
+		if !numeric(c.Type.Kind) && c.Type.Kind != catalog.KindDecimal {
+			return nil, fmt.Errorf("source %s: measure %s is over column %q, which is %s: want int32, int64, float64 or decimal", src, m, m.Column, c.Type)
+		}
+		if c.Type.Kind == catalog.KindDecimal && c.Type.Precision > 18 {
+			return nil, fmt.Errorf("source %s: measure %s is over column %q, which is %s: rollup aggregates decimals of up to 18 digits", src, m, m.Column, c.Type)
 		}
 		j.mCols = append(j.mCols, c)
 	}
+	// The measures as the run uses them: each knows whether it is over
+	// a float64 column.
+	ms := append([]Measure(nil), o.Measures...)
+	for m := range ms {
+		ms[m].float = j.mCols[m].Type.Kind == catalog.KindFloat64
+		ms[m].dec, ms[m].src = j.mCols[m].Type.Kind == catalog.KindDecimal, j.mCols[m].Type
+	}
+	j.o.Measures = ms
 	j.byDay = len(spec.Fields) == 1 && spec.Fields[0].Name == "date" && spec.Fields[0].Transform == "day" && spec.Fields[0].Source == o.Time
-	j.out = outputSchema(j.keyCols, o.Measures)
+	j.out = outputSchema(j.keyCols, ms)
 	return j, nil
 }
 
-// outputSchema is the keys, date, then the measures: int64, NULL for a
-// min or max of a day without values.
+// outputSchema is the keys, date, then the measures: int64 (float64 for
+// a measure over a float64 column; count() is int64), NULL for a min or
+// max of a day without values.
 func outputSchema(keys []catalog.Column, ms []Measure) catalog.Schema {
 	cols := append([]catalog.Column(nil), keys...)
 	cols = append(cols, catalog.Column{Name: "date", Type: catalog.Type{Kind: catalog.KindDate}})
 	for _, m := range ms {
-		cols = append(cols, catalog.Column{Name: m.Name, Type: catalog.Type{Kind: catalog.KindInt64}, Nullable: m.Func == Min || m.Func == Max})
+		cols = append(cols, catalog.Column{Name: m.Name, Type: m.valueType(), Nullable: m.Func == Min || m.Func == Max})
 	}
 	return catalog.Schema{Columns: cols}
-}
-
-// partitionDay is the day a "date" partition value names.
-func partitionDay(f catalog.DataFile) (int64, bool) {
-	v := f.PartitionValues["date"]
-	if v == nil {
-		return 0, false
-	}
-	return parseDay(*v)
 }
 
 func parseDay(s string) (int64, bool) {
@@ -170,3 +173,21 @@ func (j *job) sourceChanges(versions []*catalog.Manifest) changes {
 	}
 	return ch
 }
+
+// valueType is the type of measure m's values: its output column's, and
+// for a running total its base's.
+// A decimal's sum is decimal(38, s); its min or max the column's type.
+func (m Measure) valueType() catalog.Type {
+	switch {
+	case m.float && m.Func != Count:
+		return catalog.Type{Kind: catalog.KindFloat64}
+	case m.dec && (m.Func == Min || m.Func == Max):
+		return m.src
+	case m.dec && m.Func != Count:
+		return catalog.Type{Kind: catalog.KindDecimal, Precision: sumPrecision, Scale: m.src.Scale}
+	}
+	return catalog.Type{Kind: catalog.KindInt64}
+}
+
+// wide tells whether measure m's cells are 128-bit decimal sums.
+func (m Measure) wide() bool { return m.dec && (m.Func == Sum || m.Func == SumDay) }

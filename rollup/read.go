@@ -19,8 +19,13 @@ import (
 type colData struct {
 	typ catalog.Type
 	// ints holds int32, int64, bool (0/1), date (days since 1970-01-01)
-	// and timestamp (microseconds since 1970-01-01 UTC) values.
-	ints []int64
+	// and timestamp (microseconds since 1970-01-01 UTC) values; floats
+	// float64 values.
+	ints   []int64
+	floats []float64
+	// his holds the high words of 128-bit decimals (ints their low
+	// words) when the column's values need them; empty otherwise.
+	his []int64
 	// bytes holds string, uuid (canonical text) and binary values back to
 	// back; value i is bytes[offs[i]:offs[i+1]].
 	bytes []byte
@@ -31,7 +36,30 @@ type colData struct {
 
 func (d *colData) reset(typ catalog.Type) {
 	d.typ = typ
-	d.ints, d.bytes, d.offs, d.valid = d.ints[:0], d.bytes[:0], append(d.offs[:0], 0), d.valid[:0]
+	d.ints, d.floats, d.his, d.bytes, d.offs, d.valid = d.ints[:0], d.floats[:0], d.his[:0], d.bytes[:0], append(d.offs[:0], 0), d.valid[:0]
+}
+
+// reserve makes room for n values, so that appending them does not grow
+// the slices value by value.
+func (d *colData) reserve(n int) {
+	if d.typ.Kind == catalog.KindFloat64 {
+		if cap(d.floats) < n {
+			d.floats = make([]float64, 0, n)
+		}
+	} else if cap(d.ints) < n {
+		d.ints = make([]int64, 0, n)
+	}
+	if cap(d.valid) < n {
+		d.valid = make([]bool, 0, n)
+	}
+}
+
+// hi is the high word of value i as a 128-bit integer.
+func (d *colData) hi(i int) int64 {
+	if i < len(d.his) {
+		return d.his[i]
+	}
+	return hiOf(d.ints[i])
 }
 
 func (d *colData) value(i int) []byte { return d.bytes[d.offs[i]:d.offs[i+1]] }
@@ -40,8 +68,10 @@ func isBytes(k catalog.Kind) bool {
 	return k == catalog.KindString || k == catalog.KindUUID || k == catalog.KindBinary
 }
 
-// integer tells whether a column of kind k is a measure rollup sums.
-func integer(k catalog.Kind) bool { return k == catalog.KindInt32 || k == catalog.KindInt64 }
+// numeric tells whether a column of kind k is one a measure aggregates.
+func numeric(k catalog.Kind) bool {
+	return k == catalog.KindInt32 || k == catalog.KindInt64 || k == catalog.KindFloat64
+}
 
 // readChunk appends every value of one column chunk to d, converted by
 // the column's physical type once per batch of values.
@@ -56,6 +86,17 @@ func readChunk(c parquet.ColumnChunk, pc pqio.ParquetColumn, d *colData, buf []p
 			d.valid = append(d.valid, !v.IsNull())
 		}
 		switch {
+		case k == catalog.KindDecimal && (pc.Kind == parquet.FixedLenByteArray || pc.Kind == parquet.ByteArray):
+			for _, v := range vals {
+				hi, lo := int64(0), int64(0)
+				if !v.IsNull() {
+					var err error
+					if hi, lo, err = decimal128(v.ByteArray()); err != nil {
+						return err
+					}
+				}
+				d.ints, d.his = append(d.ints, lo), append(d.his, hi)
+			}
 		case isBytes(k):
 			for _, v := range vals {
 				if !v.IsNull() {
@@ -102,6 +143,14 @@ func readChunk(c parquet.ColumnChunk, pc pqio.ParquetColumn, d *colData, buf []p
 		case pc.Kind == parquet.Int64:
 			for _, v := range vals {
 				d.ints = append(d.ints, v.Int64())
+			}
+		case pc.Kind == parquet.Double:
+			for _, v := range vals {
+				d.floats = append(d.floats, v.Double())
+			}
+		case pc.Kind == parquet.Float:
+			for _, v := range vals {
+				d.floats = append(d.floats, float64(v.Float()))
 			}
 		default:
 			return fmt.Errorf("column %q: rollup does not read %s columns", pc.Name, pc.Type)
@@ -153,11 +202,22 @@ func scanFile(ctx context.Context, st cloud.Store, key string, size int64, want 
 		if j := idx[i]; j >= 0 && pcs[j].Type.Kind != w.Type.Kind && !(w.Type.Kind == catalog.KindInt64 && pcs[j].Type.Kind == catalog.KindInt32) {
 			return fmt.Errorf("%s: %w: column %q: the file has %s, the table %s", key, pqio.ErrIncompatibleSchema, w.Name, pcs[j].Type, w.Type)
 		}
+		if j := idx[i]; j >= 0 && w.Type.Kind == catalog.KindDecimal && pcs[j].Type.Scale != w.Type.Scale {
+			return fmt.Errorf("%s: %w: column %q: the file has %s, the table %s: rollup does not rescale decimals", key, pqio.ErrIncompatibleSchema, w.Name, pcs[j].Type, w.Type)
+		}
 	}
 	cols := make([]*colData, len(want))
 	for i := range cols {
 		cols[i] = &colData{}
 	}
+	maxDefs := make([]byte, len(pcs))
+	leafDefs(f.Root(), func(leaf, def int) {
+		for j := range pcs {
+			if pcs[j].Leaf == leaf {
+				maxDefs[j] = byte(def)
+			}
+		}
+	})
 	buf := make([]parquet.Value, 4096)
 	var fnErr error
 	err = pqio.NoPanic(func() error {
@@ -171,11 +231,17 @@ func scanFile(ctx context.Context, st cloud.Store, key string, size int64, want 
 				if idx[i] < 0 {
 					cols[i].valid = append(cols[i].valid, make([]bool, n)...)
 					cols[i].ints = append(cols[i].ints, make([]int64, n)...)
+					cols[i].floats = append(cols[i].floats, make([]float64, n)...)
 					cols[i].offs = append(cols[i].offs, make([]int32, n)...)
 					continue
 				}
 				pc := pcs[idx[i]]
-				if err := readChunk(rg.ColumnChunks()[pc.Leaf], pc, cols[i], buf); err != nil {
+				cols[i].reserve(n)
+				read := func() error { return readChunk(rg.ColumnChunks()[pc.Leaf], pc, cols[i], buf) }
+				if typedChunk(pc) {
+					read = func() error { return readTypedChunk(rg.ColumnChunks()[pc.Leaf], pc, maxDefs[idx[i]], cols[i]) }
+				}
+				if err := read(); err != nil {
 					return fmt.Errorf("row group %d: column %q: %w", g, w.Name, err)
 				}
 				if len(cols[i].valid) != n {
@@ -243,4 +309,16 @@ func dayString(d int64) string { return dayTime(d).Format(time.DateOnly) }
 func dayOfDate(t time.Time) int64 {
 	y, m, dd := t.Date()
 	return pqio.FloorDiv(time.Date(y, m, dd, 0, 0, 0, 0, time.UTC).Unix(), 86400)
+}
+
+// leafDefs calls fn with each leaf column's index and maximum definition
+// level under c.
+func leafDefs(c *parquet.Column, fn func(leaf, def int)) {
+	if c.Leaf() {
+		fn(c.Index(), c.MaxDefinitionLevel())
+		return
+	}
+	for _, s := range c.Columns() {
+		leafDefs(s, fn)
+	}
 }

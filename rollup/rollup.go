@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/sluice-data/sluice/catalog"
@@ -112,6 +113,53 @@ type run struct {
 	res      Result
 }
 
+// partitionFiles lists the live files at version m of the source's
+// partitions that keep accepts, reading only their pieces, and returns the
+// refs of the others: a run reads metadata of the days it computes, not
+// of the whole history.
+func (r *run) partitionFiles(ctx context.Context, m *catalog.Manifest, keep func(catalog.PartitionRef) bool) ([]catalog.DataFile, []catalog.PartitionRef, error) {
+	refs, err := r.src.Partitions(ctx, m)
+	if err != nil {
+		return nil, nil, fmt.Errorf("source %s: version %d: %w", cloud.Redact(r.j.o.Source), m.Version, err)
+	}
+	var files []catalog.DataFile
+	var skipped []catalog.PartitionRef
+	for _, ref := range refs {
+		if !keep(ref) {
+			skipped = append(skipped, ref)
+			continue
+		}
+		fs, err := r.src.PartitionFiles(ctx, ref)
+		if err != nil {
+			return nil, nil, fmt.Errorf("source %s: version %d: %w", cloud.Redact(r.j.o.Source), m.Version, err)
+		}
+		files = append(files, fs...)
+	}
+	return files, skipped, nil
+}
+
+// sourceID names the source in the checkpoint: its store's location,
+// absolute, so that "./lake/events", "lake/events" from another folder and
+// "file:///.../lake/events" are one source; credentials in it are
+// redacted. (A checkpoint written before named the source as given, which
+// is accepted too.)
+func (r *run) sourceID() string {
+	return cloud.Redact(strings.TrimSuffix(r.src.Store().URL(""), "/"))
+}
+
+// refDay is the UTC day a source partition of a source partitioned by
+// day holds.
+func (r *run) refDay(ref catalog.PartitionRef) (int64, bool) {
+	if !r.j.byDay {
+		return 0, false
+	}
+	d, ok := strings.CutPrefix(ref.Partition, "date=")
+	if !ok {
+		return 0, false
+	}
+	return parseDay(d)
+}
+
 func runOnce(ctx context.Context, out, src *catalog.Table, o Options) (Result, error) {
 	r := &run{src: src, out: out}
 	var err error
@@ -128,7 +176,7 @@ func runOnce(ctx context.Context, out, src *catalog.Table, o Options) (Result, e
 	if err != nil {
 		return Result{}, err
 	}
-	r.snap, err = readBase(ctx, "snapshot "+cloud.Redact(o.Snapshot), files, r.j.keyCols, o.Measures, o.location())
+	r.snap, err = readBase(ctx, "snapshot "+cloud.Redact(o.Snapshot), files, r.j.keyCols, r.j.o.Measures, o.location())
 	release()
 	if err != nil {
 		return Result{}, err
@@ -214,7 +262,7 @@ func (r *run) decide(ctx context.Context) (int64, string, error) {
 		return 0, "other keys, time column, time zone or measures", nil
 	case old.Snapshot != r.snap.identity():
 		return 0, fmt.Sprintf("a new snapshot (%s, was %s)", r.snap.identity(), old.Snapshot), nil
-	case old.Source != o.Source:
+	case old.Source != r.sourceID() && old.Source != o.Source:
 		return 0, "another source", nil
 	case r.sm.Version < old.SourceVersion:
 		return 0, fmt.Sprintf("the source went back from version %d to %d", old.SourceVersion, r.sm.Version), nil
@@ -250,11 +298,27 @@ func (r *run) decide(ctx context.Context) (int64, string, error) {
 }
 
 // lastEventDay is the day of the latest event, from the files' statistics
-// (a file without them is read).
+// (a file without them is read). On a source partitioned by day only the
+// newest partitions are listed, so that the cost does not grow with the
+// history: a partition's events are within margin days of it, so one
+// older than the newest by more than twice that holds no later day.
 func (r *run) lastEventDay(ctx context.Context) (int64, bool, error) {
-	all, err := r.src.Files(ctx, r.sm)
+	newest, margin := int64(math.MinInt64), r.j.margin()
+	refs, err := r.src.Partitions(ctx, r.sm)
 	if err != nil {
 		return 0, false, fmt.Errorf("source %s: %w", cloud.Redact(r.j.o.Source), err)
+	}
+	for _, ref := range refs {
+		if p, ok := r.refDay(ref); ok && ref.Rows > 0 {
+			newest = max(newest, p)
+		}
+	}
+	all, _, err := r.partitionFiles(ctx, r.sm, func(ref catalog.PartitionRef) bool {
+		p, ok := r.refDay(ref)
+		return !ok || newest == math.MinInt64 || p >= newest-2*margin
+	})
+	if err != nil {
+		return 0, false, err
 	}
 	last, found := int64(math.MinInt64), false
 	z := &dayer{loc: r.j.o.location()}
@@ -297,15 +361,16 @@ func (r *run) lastEventDay(ctx context.Context) (int64, bool, error) {
 	return last, found, nil
 }
 
-// readOldFiles lists the source's live files at version v.
+// readOldFiles lists the source's live files at version v in the
+// partitions changed since.
 func (r *run) readOldFiles(ctx context.Context, v int64) error {
 	m, err := r.src.Manifest(ctx, v)
 	if err != nil {
 		return fmt.Errorf("source %s: %w", cloud.Redact(r.j.o.Source), err)
 	}
-	files, err := r.src.Files(ctx, m)
+	files, _, err := r.partitionFiles(ctx, m, func(ref catalog.PartitionRef) bool { return r.changed[ref.Partition] })
 	if err != nil {
-		return fmt.Errorf("source %s: version %d: %w", cloud.Redact(r.j.o.Source), v, err)
+		return err
 	}
 	r.oldFiles = make(map[string]bool, len(files))
 	for _, f := range files {

@@ -208,3 +208,25 @@ func TestRollupUnpartitionedSource(t *testing.T) {
 	}
 	sameRows(t, "after a late event", outputRows(t, out), expectedRows(t, src, snap, "UTC"))
 }
+
+// Progress is told the bytes of the files read, from 0 up to the total
+// of the files the run reads, never backwards.
+func TestRollupReportsProgress(t *testing.T) {
+	dir := t.TempDir()
+	src, snap, _ := dataSet(t, dir)
+	o := options(t, src, snap)
+	var done, totals []int64
+	o.Progress = func(d, total int64) { done, totals = append(done, d), append(totals, total) }
+	run(t, filepath.Join(dir, "rollup"), o)
+	if len(done) < 3 || done[0] != 0 || totals[0] <= 0 {
+		t.Fatalf("progress %v of %v: want reports from 0 of a total", done, totals)
+	}
+	for i := range done {
+		if totals[i] != totals[0] || i > 0 && done[i] < done[i-1] {
+			t.Fatalf("progress %v of %v: want one total and no step back", done, totals)
+		}
+	}
+	if last := done[len(done)-1]; last != totals[0] {
+		t.Fatalf("progress ends at %d of %d", last, totals[0])
+	}
+}

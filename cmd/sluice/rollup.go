@@ -24,7 +24,9 @@ events) per day from the snapshot day through --through (default: the last
 event day). A running measure name=sum(col) is the snapshot's base (its
 column named like the measure; 0 for a key it lacks) plus the key's events
 of every day up to that one; count(), min(col), max(col) and sum_day(col)
-are per-day values. Events on or before the snapshot day are already in the
+are per-day values. A measure over an int32 or int64 column is int64, over
+a float64 column float64; over a decimal(p,s) column (p <= 18) sums are
+exact decimal(38,s), min and max decimal(p,s). Events on or before the snapshot day are already in the
 snapshot: they are not added again, and --json counts them.
 
 The snapshot (LOC) is a sluice table, a Parquet file or a CSV file (with a
@@ -74,7 +76,10 @@ the totals OUT stores for the day before; nothing new commits nothing;
 				return err
 			}
 			defer t.Close()
+			bar := a.progress("rolling up")
+			o.Progress = func(done, total int64) { bar.set(int(done>>10), int(total>>10)) }
 			res, runErr := rollup.Run(cmd.Context(), t, o)
+			bar.done()
 			a.summary(map[string]any{"command": "rollup", "table": args[0],
 				"events_read": res.EventsRead, "events_excluded": res.EventsExcluded,
 				"events_after_through": res.EventsAfter, "events_without_time": res.EventsNoTime,
