@@ -194,6 +194,14 @@ func parquetFields(schema Schema, noDict []bool, codec func(column string) compr
 	fields := make(orderedGroup, len(schema.Columns))
 	enc := make([]func(any) (parquet.Value, error), len(schema.Columns))
 	for i, c := range schema.Columns {
+		if c.Type.Nested() {
+			n, err := nestedNode(c, c.Name, codec)
+			if err != nil {
+				return nil, nil, err
+			}
+			fields[i] = &namedField{Node: n, name: c.Name}
+			continue
+		}
 		n, e, err := columnNode(c)
 		if err != nil {
 			return nil, nil, fmt.Errorf("column %q: %w", c.Name, err)

@@ -63,6 +63,15 @@ func ScanParquetAs(ctx context.Context, st cloud.Store, key string, size int64, 
 		widen    func(any) any
 	}
 	plans := make([]plan, len(cols))
+	// byLeaf is the plan of each flat column's leaf; a nested column's
+	// leaves have none: their values are gathered per row (rowLeaves)
+	// and assembled into the column's value (nested).
+	leafCount := 0
+	for _, c := range cols {
+		leafCount = max(leafCount, c.index+1+max(len(c.leaves)-1, 0))
+	}
+	byLeaf := make([]*plan, leafCount)
+	var nested []nestedPlan
 	for i, c := range cols {
 		to := -1
 		for j, tc := range schema.Columns {
@@ -71,7 +80,24 @@ func ScanParquetAs(ctx context.Context, st cloud.Store, key string, size int64, 
 			}
 		}
 		tc := schema.Columns[to]
+		if c.leaves != nil {
+			np, err := newNestedPlan(c, tc, to)
+			if err != nil {
+				return fmt.Errorf("%s: %w", key, err)
+			}
+			nested = append(nested, np)
+			continue
+		}
 		plans[i] = plan{to: to, nullable: tc.Nullable, decode: c.decoder(), widen: widener(c.Type, tc.Type)}
+		byLeaf[c.index] = &plans[i]
+	}
+	names := make([]string, leafCount)
+	for _, c := range cols {
+		names[c.index] = c.Name
+	}
+	var asm assembler
+	if nested != nil {
+		asm.leaves, asm.pos = make([][]parquet.Value, leafCount), make([]int, leafCount)
 	}
 
 	var fnErr error
@@ -91,17 +117,24 @@ func ScanParquetAs(ctx context.Context, st cloud.Store, key string, size int64, 
 				n, rerr := rows.ReadRows(buf)
 				for _, prow := range buf[:n] {
 					out := make([]any, len(schema.Columns))
+					for l := range asm.leaves {
+						asm.leaves[l], asm.pos[l] = asm.leaves[l][:0], 0
+					}
 					for _, v := range prow {
 						ci := v.Column()
-						if ci < 0 || ci >= len(plans) {
+						if ci < 0 || ci >= len(byLeaf) {
 							rows.Close()
 							return fmt.Errorf("row group %d: value of unknown column %d", g, ci)
 						}
-						p := &plans[ci]
+						p := byLeaf[ci]
+						if p == nil {
+							asm.leaves[ci] = append(asm.leaves[ci], v)
+							continue
+						}
 						if v.IsNull() {
 							if !p.nullable {
 								rows.Close()
-								return &nullError{key: key, column: cols[ci].Name, row: rowNum}
+								return &nullError{key: key, column: names[ci], row: rowNum}
 							}
 							continue
 						}
@@ -110,6 +143,19 @@ func ScanParquetAs(ctx context.Context, st cloud.Store, key string, size int64, 
 							x = p.widen(x)
 						}
 						out[p.to] = x
+					}
+					for i := range nested {
+						x, err := nested[i].read(&asm)
+						if err != nil {
+							rows.Close()
+							var ne *nullError
+							if errors.As(err, &ne) {
+								ne.key, ne.row = key, rowNum
+								return ne
+							}
+							return fmt.Errorf("row group %d: row %d: %w", g, rowNum, err)
+						}
+						out[nested[i].to] = x
 					}
 					rowNum++
 					if err := fn(out); err != nil {
@@ -159,3 +205,46 @@ func (e *nullError) Error() string {
 }
 
 func (e *nullError) Unwrap() error { return ErrIncompatibleSchema }
+
+// nestedPlan is how a nested file column fills its table column.
+type nestedPlan struct {
+	to       int
+	tree     *levelNode // the file's type, with its leaves' decoders
+	from, as Type
+	nullable bool
+	name     string
+}
+
+func newNestedPlan(c fileColumn, tc Column, to int) (nestedPlan, error) {
+	tree, err := newLevelTree(c.Column, c.index)
+	if err != nil {
+		return nestedPlan{}, err
+	}
+	var setDec func(n *levelNode)
+	setDec = func(n *levelNode) {
+		if n.children == nil {
+			n.dec = c.leaves[n.leaf-c.index].decoder()
+		}
+		for _, ch := range n.children {
+			setDec(ch)
+		}
+	}
+	setDec(tree)
+	return nestedPlan{to: to, tree: tree, from: c.Type, as: tc.Type, nullable: tc.Nullable, name: c.Name}, nil
+}
+
+// read assembles the column's value of the row in a and converts it to the
+// table's type.
+func (p *nestedPlan) read(a *assembler) (any, error) {
+	v, err := a.assemble(p.tree)
+	if err != nil {
+		return nil, err
+	}
+	if v == nil {
+		if !p.nullable {
+			return nil, &nullError{column: p.name}
+		}
+		return nil, nil
+	}
+	return castNested(v, p.from, p.as, p.name)
+}
