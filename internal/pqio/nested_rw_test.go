@@ -134,7 +134,7 @@ func TestNestedWriteRefusesBadValues(t *testing.T) {
 	for why, bad := range map[string][]any{
 		`column "s.a": NULL in a column that is not nullable`: {map[string]any{"b": []any{}}},
 		`column "s.b.element": NULL`:                          {map[string]any{"a": int64(1), "b": []any{nil}}},
-		`column "s.b": string for a list`:                      {map[string]any{"a": int64(1), "b": "x"}},
+		`column "s.b": string for a list`:                     {map[string]any{"a": int64(1), "b": "x"}},
 		`column "s": NULL`:                                    {nil},
 	} {
 		_, _, err := WriteParquet(ctx, st, "bad.parquet", schema, [][]any{bad})
