@@ -429,3 +429,54 @@ func nestedNode(c Column, path string, codec func(string) compress.Codec) (parqu
 	}
 	return parquet.Required(n), nil
 }
+
+// Shredder turns rows of a schema into Parquet rows: every leaf's values
+// with their repetition and definition levels and leaf index, as the
+// ParquetWriter writes them. A rewrite hashes them to verify what it
+// wrote (levels included, so that [[1],[2]] and [[1,2]] differ).
+type Shredder struct {
+	trees  []*levelNode
+	leaves [][]parquet.Value
+}
+
+// NewShredder returns the Shredder of schema.
+func NewShredder(schema Schema) (*Shredder, error) {
+	s := &Shredder{}
+	leaf := 0
+	for _, c := range schema.Columns {
+		t, err := newLevelTree(c, leaf)
+		if err != nil {
+			return nil, err
+		}
+		s.trees = append(s.trees, t)
+		leaf = t.end
+	}
+	s.leaves = make([][]parquet.Value, leaf)
+	return s, nil
+}
+
+// Leaves is the number of leaf columns.
+func (s *Shredder) Leaves() int { return len(s.leaves) }
+
+// Shred appends row's leaf values to dst, in leaf order, and returns it.
+// Byte arrays may share memory with row's values.
+func (s *Shredder) Shred(row []any, dst parquet.Row) (parquet.Row, error) {
+	if len(row) != len(s.trees) {
+		return dst, fmt.Errorf("%d values, the schema has %d columns", len(row), len(s.trees))
+	}
+	for l := range s.leaves {
+		s.leaves[l] = s.leaves[l][:0]
+	}
+	for i, t := range s.trees {
+		if err := t.shred(row[i], 0, s.leaves); err != nil {
+			return dst, err
+		}
+	}
+	for _, vs := range s.leaves {
+		dst = append(dst, vs...)
+	}
+	return dst, nil
+}
+
+// HasNested tells whether a schema has a struct, list or map column.
+func HasNested(s Schema) bool { return hasNested(s) }

@@ -47,6 +47,20 @@ func ScanParquetAs(ctx context.Context, st cloud.Store, key string, size int64, 
 	if err != nil {
 		return err
 	}
+	return scanFile(ctx, key, f, schemaFor, fn, func(err error) error { return readError(key, r, err) })
+}
+
+// ScanParquetFile is ScanParquet over a file already open (see
+// OpenParquetFile), read as schema.
+func ScanParquetFile(ctx context.Context, key string, f *parquet.File, schema Schema, fn func(row []any) error) error {
+	return scanFile(ctx, key, f, func(Schema) Schema { return schema }, fn, func(err error) error {
+		return fmt.Errorf("%s: %w: %s", key, ErrCorruptFile, cloud.OneLine(err.Error(), errLineLimit))
+	})
+}
+
+// scanFile is ScanParquetAs over an open file; readErr makes the error of
+// a failed read.
+func scanFile(ctx context.Context, key string, f *parquet.File, schemaFor func(file Schema) Schema, fn func(row []any) error, readErr func(error) error) error {
 	fileSchema, cols, _, err := describeParquet(key, f)
 	if err != nil {
 		return err
@@ -189,7 +203,7 @@ func ScanParquetAs(ctx context.Context, st cloud.Store, key string, size int64, 
 	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
 		return fmt.Errorf("%s: %w", key, err)
 	default:
-		return readError(key, r, err)
+		return readErr(err)
 	}
 }
 

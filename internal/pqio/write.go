@@ -86,6 +86,7 @@ type ParquetWriter struct {
 	trees  []*levelNode
 	leaves [][]parquet.Value
 	prow   parquet.Row
+	check  func(r io.ReaderAt, size int64) error // CloseChecked's
 }
 
 // Buffered estimates the bytes of rows the writer holds in memory: the
@@ -435,10 +436,33 @@ func (pw *ParquetWriter) Close(ctx context.Context, st cloud.Store, key string) 
 	if err != nil {
 		return 0, FileStats{}, fmt.Errorf("write %s: reading back the footer: %w", key, err)
 	}
+	if pw.check != nil {
+		if err := pw.check(pw.tmp, size); err != nil {
+			return 0, FileStats{}, err
+		}
+	}
 	if _, err := cloud.PutFile(ctx, st, key, pw.tmp, size, cloud.PutOptions{}); err != nil {
 		return 0, FileStats{}, fmt.Errorf("write %s: %w", key, err)
 	}
 	return size, stats, nil
+}
+
+// Written is the bytes of the row groups written to the file so far (the
+// one being built is Buffered).
+func (pw *ParquetWriter) Written() int64 {
+	if pw.done {
+		return 0
+	}
+	n, _ := pw.tmp.Seek(0, io.SeekCurrent)
+	return n
+}
+
+// CloseChecked is Close that gives the finished file (size bytes read
+// through r) to check before it is stored: an error from check stores
+// nothing and is returned as is.
+func (pw *ParquetWriter) CloseChecked(ctx context.Context, st cloud.Store, key string, check func(r io.ReaderAt, size int64) error) (int64, FileStats, error) {
+	pw.check = check
+	return pw.Close(ctx, st, key)
 }
 
 // Abort discards the file. It is safe to call after Close, and more than
