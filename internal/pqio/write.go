@@ -80,13 +80,11 @@ type ParquetWriter struct {
 	// built, which parquet-go holds in memory until it is flushed.
 	pending int64
 	results []colResult // forColumns'
-	// trees are the columns' level trees when the schema has a nested
-	// column: such a schema's rows are shredded and written whole (see
-	// writeShredded); nil for a flat schema.
-	trees  []*levelNode
-	leaves [][]parquet.Value
-	prow   parquet.Row
-	check  func(r io.ReaderAt, size int64) error // CloseChecked's
+	// shred is set when the schema has a nested column: such a schema's
+	// rows are shredded and written whole (see writeShredded).
+	shred *Shredder
+	prow  parquet.Row
+	check func(r io.ReaderAt, size int64) error // CloseChecked's
 }
 
 // Buffered estimates the bytes of rows the writer holds in memory: the
@@ -124,17 +122,10 @@ func NewParquetWriter(schema Schema, codecs *Codecs) (*ParquetWriter, error) {
 	w := parquet.NewGenericWriter[any](tmp, opts...)
 	pw := &ParquetWriter{schema: schema, tmp: tmp, w: w, enc: enc}
 	if hasNested(schema) {
-		leaf := 0
-		for _, c := range schema.Columns {
-			t, err := newLevelTree(c, leaf)
-			if err != nil {
-				pw.Abort()
-				return nil, fmt.Errorf("parquet writer: %w", err)
-			}
-			pw.trees = append(pw.trees, t)
-			leaf = t.end
+		if pw.shred, err = NewShredder(schema); err != nil {
+			pw.Abort()
+			return nil, fmt.Errorf("parquet writer: %w", err)
 		}
-		pw.leaves = make([][]parquet.Value, leaf)
 	}
 	return pw, nil
 }
@@ -164,20 +155,12 @@ func (pw *ParquetWriter) writeShredded(ctx context.Context, rows [][]any) error 
 		if len(row) != len(cols) {
 			return fmt.Errorf("row %d: %d values, the schema has %d columns", pw.rows, len(row), len(cols))
 		}
-		for l := range pw.leaves {
-			pw.leaves[l] = pw.leaves[l][:0]
+		var err error
+		if pw.prow, err = pw.shred.Shred(row, pw.prow[:0]); err != nil {
+			return fmt.Errorf("row %d: %w", pw.rows, err)
 		}
-		for i, t := range pw.trees {
-			if err := t.shred(row[i], 0, pw.leaves); err != nil {
-				return fmt.Errorf("row %d: %w", pw.rows, err)
-			}
-		}
-		pw.prow = pw.prow[:0]
-		for _, vs := range pw.leaves {
-			for _, v := range vs {
-				pw.pending += valueBytes(v)
-			}
-			pw.prow = append(pw.prow, vs...)
+		for _, v := range pw.prow {
+			pw.pending += valueBytes(v)
 		}
 		if err := noPanic(func() error {
 			_, err := pw.w.WriteRows([]parquet.Row{pw.prow})
@@ -209,7 +192,7 @@ func (pw *ParquetWriter) Write(ctx context.Context, rows [][]any) error {
 	// would only take apart again. A batch is encoded whole before any of
 	// it is written, so a bad value stops the call after the rows before
 	// it, never in the middle of a row.
-	if pw.trees != nil {
+	if pw.shred != nil {
 		return pw.writeShredded(ctx, rows)
 	}
 	const batchRows = 1024
