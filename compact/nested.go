@@ -22,10 +22,20 @@ import (
 // that a value moved between lists ([[1],[2]] against [[1,2]]) or a NULL
 // moved up a level changes it. The read-back hashes the output's rows as
 // stored, levels as written, without assembling them.
+//
+// An input stored exactly as the output will be (pqio.SameLayout: the
+// same columns, types, nullability and physical types, as files sluice or
+// DuckDB wrote for the table are) skips the assembly: its rows are copied
+// as Parquet rows, leaf values with their levels, and hashed as read.
 
 // testHookCorruptRow, when set by a test, may change a row of a nested
-// table after it was hashed on the inputs' side and before it is written.
+// table after it was hashed on the inputs' side and before it is written;
+// set, it sends every input through the assembling path.
 var testHookCorruptRow func(row []any)
+
+// testHookCorruptLeaves, when set by a test, may change a row copied as
+// Parquet values (copyRows) after it was hashed and before it is written.
+var testHookCorruptLeaves func(row parquet.Row)
 
 // nestedRewrite is the state of one Rewrite of a table with nested columns.
 type nestedRewrite struct {
@@ -126,6 +136,9 @@ func (nr *nestedRewrite) copyFile(open Opener, df catalog.DataFile) error {
 	}
 	nr.res.BytesIn += size
 	nr.inBytes += size
+	if pqio.SameLayout(nr.schema, df.Path, f) && testHookCorruptRow == nil {
+		return nr.copyRows(df.Path, f)
+	}
 	err = pqio.ScanParquetFile(nr.ctx, df.Path, f, nr.schema, func(row []any) error {
 		var err error
 		if nr.prow, err = nr.shred.Shred(row, nr.prow[:0]); err != nil {
@@ -146,6 +159,58 @@ func (nr *nestedRewrite) copyFile(open Opener, df catalog.DataFile) error {
 		return err
 	}
 	return nr.flushBatch()
+}
+
+// copyRows copies an input stored as the output is (pqio.SameLayout) row
+// by row as Parquet rows, leaf values with their levels, hashed as read:
+// nothing is assembled or converted.
+func (nr *nestedRewrite) copyRows(key string, f *parquet.File) error {
+	buf := make([]parquet.Row, 256)
+	err := pqio.NoPanic(func() error {
+		for g, rg := range f.RowGroups() {
+			if err := nr.ctx.Err(); err != nil {
+				return err
+			}
+			rows := rg.Rows()
+			for {
+				n, rerr := rows.ReadRows(buf)
+				for _, row := range buf[:n] {
+					nr.inSum += leafRowHash(row, nr.inNulls)
+					if testHookCorruptLeaves != nil {
+						testHookCorruptLeaves(row)
+					}
+				}
+				nr.res.RowsIn += int64(n)
+				nr.fileRows += int64(n)
+				if n > 0 {
+					if err := nr.pw.WriteRows(buf[:n]); err != nil {
+						rows.Close()
+						return err
+					}
+				}
+				if errors.Is(rerr, io.EOF) {
+					break
+				}
+				if rerr != nil {
+					rows.Close()
+					return fmt.Errorf("row group %d: %w", g, rerr)
+				}
+			}
+			if err := rows.Close(); err != nil {
+				return fmt.Errorf("row group %d: %w", g, err)
+			}
+			if nr.pw.Buffered() >= nr.o.RowGroupBytes {
+				if err := nr.pw.FlushRowGroup(); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("rewrite: %s: %w", key, err)
+	}
+	return err
 }
 
 func (nr *nestedRewrite) flushBatch() error {

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parquet-go/parquet-go"
+
 	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/cloud"
 	"github.com/sluice-data/sluice/internal/pqio"
@@ -226,6 +228,58 @@ func TestCompactNestedTableOfSmallFiles(t *testing.T) {
 			t.Errorf("%s: statistics for the nested column deep as a whole", f.Path)
 		}
 	}
+}
+
+// Inputs stored as the output is are copied as Parquet rows; a changed
+// repetition level there ([[1],[2]] written as [[1,2]]: the same leaf
+// values, the second one continuing the inner list) fails the
+// verification with ErrVerify, nothing left behind.
+func TestCompactNestedRowCopyCorruptionFailsVerify(t *testing.T) {
+	ctx := context.Background()
+	schema := parseSchema(t, nestedSchema)
+	// The leaf index of ll.element.element: the leaves of the columns
+	// before ll, counted.
+	leaf := 0
+	for _, c := range schema.Columns[:5] {
+		leaf += len(c.Leaves())
+	}
+	if schema.Columns[5].Leaves()[0].Path != "ll.element.element" {
+		t.Fatalf("column 5 is %s", schema.Columns[5].Name)
+	}
+	st := tempStore(t)
+	var inputs []catalog.DataFile
+	for i := range 4 {
+		var rows [][]any
+		for k := i * 10; k < i*10+10; k++ {
+			rows = append(rows, nestedRow(k))
+		}
+		inputs = append(inputs, writeFile(t, st, fmt.Sprintf("in/%d.parquet", i), "", schema, rows))
+	}
+	before := listKeys(t, st)
+	hit := false
+	testHookCorruptLeaves = func(row parquet.Row) {
+		if row[0].Int64() != 21 {
+			return
+		}
+		for i := range row {
+			if v := row[i]; v.Column() == leaf && v.RepetitionLevel() == 1 {
+				row[i] = v.Level(2, v.DefinitionLevel(), leaf)
+				hit = true
+			}
+		}
+	}
+	defer func() { testHookCorruptLeaves = nil }()
+	_, err := Rewrite(ctx, storeOpener(st), st, schema, "", inputs, RewriteOptions{})
+	if !hit {
+		t.Fatal("the inputs were not copied as Parquet rows")
+	}
+	if !errors.Is(err, ErrVerify) || !strings.Contains(err.Error(), "checksum") {
+		t.Fatalf("err = %v, want ErrVerify for the checksum", err)
+	}
+	if after := listKeys(t, st); !slices.Equal(before, after) {
+		t.Fatalf("objects after a failed verification: %v", after)
+	}
+	noTempFiles(t)
 }
 
 // A changed nested value in what is written fails the verification with

@@ -1,6 +1,7 @@
 package pqio
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
+	"github.com/parquet-go/parquet-go/format"
 )
 
 // --- nested values: shredding into leaves and assembling from them --------------
@@ -480,3 +482,87 @@ func (s *Shredder) Shred(row []any, dst parquet.Row) (parquet.Row, error) {
 
 // HasNested tells whether a schema has a struct, list or map column.
 func HasNested(s Schema) bool { return hasNested(s) }
+
+// SameLayout tells whether the open file f (key names it) stores table's
+// columns exactly as a file sluice writes for it would: the same columns
+// in the same order, the same types and nullability at every level, and
+// every leaf in the physical type and unit sluice writes. Its rows, leaf
+// values with their levels (parquet.Row), then copy unchanged into such a
+// file, with no conversion.
+func SameLayout(table Schema, key string, f *parquet.File) bool {
+	cols, err := fileColumns(key, f.Metadata())
+	if err != nil || len(cols) != len(table.Columns) {
+		return false
+	}
+	stored := table.Stored()
+	for i, tc := range stored.Columns {
+		c := cols[i]
+		if c.Name != tc.Name || c.Nullable != tc.Nullable || !c.Type.Equal(tc.Type) {
+			return false
+		}
+		leaves := c.leaves
+		if leaves == nil {
+			leaves = []fileColumn{c}
+		}
+		for _, l := range leaves {
+			if !writtenPhysical(l) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// writtenPhysical tells whether a leaf's physical type (and unit) is the
+// one ParquetWriter writes for its type.
+func writtenPhysical(l fileColumn) bool {
+	switch l.Type.Kind {
+	case KindInt32, KindDate:
+		return l.phys == format.Int32
+	case KindInt64:
+		return l.phys == format.Int64
+	case KindFloat64:
+		return l.phys == format.Double
+	case KindBool:
+		return l.phys == format.Boolean
+	case KindTimestamp:
+		return l.phys == format.Int64 && l.unit == 1e6
+	case KindString, KindBinary:
+		return l.phys == format.ByteArray
+	case KindDecimal:
+		switch p := l.Type.Precision; {
+		case p <= 9:
+			return l.phys == format.Int32
+		case p <= 18:
+			return l.phys == format.Int64
+		default:
+			return false // FIXED_LEN_BYTE_ARRAY of a length we would have to check
+		}
+	}
+	return false
+}
+
+// WriteRows adds Parquet rows, leaf values with their levels, in the
+// layout of the writer's schema (see SameLayout), as they are.
+func (pw *ParquetWriter) WriteRows(rows []parquet.Row) error {
+	if pw.done {
+		return errors.New("parquet writer: write after Close or Abort")
+	}
+	for _, r := range rows {
+		for i := range r {
+			pw.pending += valueBytes(r[i])
+		}
+	}
+	if err := noPanic(func() error {
+		_, err := pw.w.WriteRows(rows)
+		return err
+	}); err != nil {
+		return fmt.Errorf("parquet writer: row %d: %w", pw.rows, err)
+	}
+	pw.rows += int64(len(rows))
+	pw.groupRows += len(rows)
+	if pw.groupRows >= parquetRowGroupRows {
+		return pw.FlushRowGroup()
+	}
+	return nil
+}
