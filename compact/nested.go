@@ -199,7 +199,7 @@ func (nr *nestedRewrite) copyRows(key string, f *parquet.File) error {
 			if err := rows.Close(); err != nil {
 				return fmt.Errorf("row group %d: %w", g, err)
 			}
-			if nr.pw.Buffered() >= nr.o.RowGroupBytes {
+			if nr.pw.Buffered() >= nr.flushAt() {
 				if err := nr.pw.FlushRowGroup(); err != nil {
 					return err
 				}
@@ -213,6 +213,11 @@ func (nr *nestedRewrite) copyRows(key string, f *parquet.File) error {
 	return err
 }
 
+// flushAt is the buffered bytes at which the output's row group is
+// flushed: its row group size, or half the rewrite's memory budget if
+// that is less (pqio's writer holds a row group in memory).
+func (nr *nestedRewrite) flushAt() int64 { return min(nr.o.RowGroupBytes, nr.o.MemoryBudget/2) }
+
 func (nr *nestedRewrite) flushBatch() error {
 	if len(nr.batch) == 0 {
 		return nil
@@ -223,7 +228,7 @@ func (nr *nestedRewrite) flushBatch() error {
 	nr.fileRows += int64(len(nr.batch))
 	clear(nr.batch)
 	nr.batch = nr.batch[:0]
-	if nr.pw.Buffered() >= nr.o.RowGroupBytes {
+	if nr.pw.Buffered() >= nr.flushAt() {
 		return nr.pw.FlushRowGroup()
 	}
 	return nil
