@@ -17,7 +17,10 @@ import (
 // as the table schema: columns in the table's order, values converted to
 // the table's types (int32 → int64, decimal scale widened, INT96 and
 // millisecond timestamps to microseconds in UTC), NULL for a nullable table
-// column the file lacks. A file that cannot be read as the table fails with
+// column the file lacks. A nested column's value is assembled from its
+// leaves in any layout the Parquet format lists (see nested.go) as
+// map[string]any, []any and []MapEntry (see Type), its leaves widened
+// alike and a struct field the file lacks NULL. A file that cannot be read as the table fails with
 // ErrIncompatibleSchema before any row is read; see ScanParquet to stream.
 func ReadParquetRows(ctx context.Context, st cloud.Store, key string, size int64, schema Schema) ([][]any, error) {
 	var rows [][]any
@@ -69,49 +72,14 @@ func scanFile(ctx context.Context, key string, f *parquet.File, schemaFor func(f
 	if err := CheckCompatible(schema, fileSchema, key); err != nil {
 		return err
 	}
-	// Per file column: where it goes in the table row, and how it converts.
-	type plan struct {
-		to       int
-		nullable bool
-		decode   func(parquet.Value) any
-		widen    func(any) any
+	rp, err := newReadPlan(cols, schema)
+	if err != nil {
+		return fmt.Errorf("%s: %w", key, err)
 	}
-	plans := make([]plan, len(cols))
-	// byLeaf is the plan of each flat column's leaf; a nested column's
-	// leaves have none: their values are gathered per row (rowLeaves)
-	// and assembled into the column's value (nested).
-	leafCount := 0
-	for _, c := range cols {
-		leafCount = max(leafCount, c.index+1+max(len(c.leaves)-1, 0))
-	}
-	byLeaf := make([]*plan, leafCount)
-	var nested []nestedPlan
-	for i, c := range cols {
-		to := -1
-		for j, tc := range schema.Columns {
-			if tc.Name == c.Name {
-				to = j
-			}
-		}
-		tc := schema.Columns[to]
-		if c.leaves != nil {
-			np, err := newNestedPlan(c, tc, to)
-			if err != nil {
-				return fmt.Errorf("%s: %w", key, err)
-			}
-			nested = append(nested, np)
-			continue
-		}
-		plans[i] = plan{to: to, nullable: tc.Nullable, decode: c.decoder(), widen: widener(c.Type, tc.Type)}
-		byLeaf[c.index] = &plans[i]
-	}
-	names := make([]string, leafCount)
-	for _, c := range cols {
-		names[c.index] = c.Name
-	}
+	byLeaf, names, nested := rp.byLeaf, rp.names, rp.nested
 	var asm assembler
 	if nested != nil {
-		asm.leaves, asm.pos = make([][]parquet.Value, leafCount), make([]int, leafCount)
+		asm.leaves, asm.pos = make([][]parquet.Value, len(byLeaf)), make([]int, len(byLeaf))
 	}
 
 	var fnErr error
@@ -219,6 +187,53 @@ func (e *nullError) Error() string {
 }
 
 func (e *nullError) Unwrap() error { return ErrIncompatibleSchema }
+
+// plan is how a flat file column fills its table column: where it goes in
+// the table row, and how it converts.
+type plan struct {
+	to       int
+	nullable bool
+	decode   func(parquet.Value) any
+	widen    func(any) any
+}
+
+// readPlan is how a file's columns fill the table's row.
+type readPlan struct {
+	// byLeaf is the plan of each flat column's leaf; a nested column's
+	// leaves have none: their values are gathered per row and assembled
+	// into the column's value (nested).
+	byLeaf []*plan
+	names  []string // the column of each leaf, by name, for errors
+	nested []nestedPlan
+}
+
+func newReadPlan(cols []fileColumn, schema Schema) (readPlan, error) {
+	leafCount := 0
+	for _, c := range cols {
+		leafCount = max(leafCount, c.index+max(len(c.leaves), 1))
+	}
+	rp := readPlan{byLeaf: make([]*plan, leafCount), names: make([]string, leafCount)}
+	for _, c := range cols {
+		rp.names[c.index] = c.Name
+		to := -1
+		for j, tc := range schema.Columns {
+			if tc.Name == c.Name {
+				to = j
+			}
+		}
+		tc := schema.Columns[to]
+		if c.leaves != nil {
+			np, err := newNestedPlan(c, tc, to)
+			if err != nil {
+				return readPlan{}, err
+			}
+			rp.nested = append(rp.nested, np)
+			continue
+		}
+		rp.byLeaf[c.index] = &plan{to: to, nullable: tc.Nullable, decode: c.decoder(), widen: widener(c.Type, tc.Type)}
+	}
+	return rp, nil
+}
 
 // nestedPlan is how a nested file column fills its table column.
 type nestedPlan struct {
