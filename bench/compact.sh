@@ -16,6 +16,8 @@
 # (row count and order-independent checksum), and prints seconds, output
 # bytes, peak RSS, CPU seconds and the sluice/DuckDB ratios.
 # CGO=0 builds sluice without cgo (zstd by klauspost/compress, pure Go).
+# NESTED=1 adds a struct of three fields and a list<string> column beside
+# the flat ones (see bench/gen-small-files.mjs), in a data set of its own.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -23,7 +25,9 @@ ROWS=${1:-20000000}
 FILES=${2:-4000}
 RUNS=${RUNS:-3}
 DATA=bench/.data
+NESTED=${NESTED:-0}
 IN=$DATA/in-$ROWS-$FILES
+[ "$NESTED" = 1 ] && IN=$IN-nested
 OUT_DUCK=$DATA/out-duckdb
 OUT_SLUICE=$DATA/out-sluice
 SCHEMA='event_id:string,user_id:int64,ts:timestamp,kind:string,country:string?,amount:decimal(12,2)?,score:float64,qty:int32,flag:bool?'
@@ -31,7 +35,7 @@ mkdir -p "$DATA"
 
 if [ ! -f "$IN/.done" ]; then
   echo "generating $ROWS rows in $FILES files into $IN ..." >&2
-  node bench/gen-small-files.mjs "$ROWS" "$FILES" "$IN" >/dev/null
+  NESTED=$NESTED node bench/gen-small-files.mjs "$ROWS" "$FILES" "$IN" >/dev/null
   touch "$IN/.done"
 fi
 build_sluice "$DATA/sluice"
@@ -70,7 +74,8 @@ got_sluice=$("$DATA/sluice" files "$OUT_SLUICE" | node tools/duckrows.mjs --hive
 [ "$want" = "$got_sluice" ] || { echo "sluice output differs from the input ($got_sluice != $want)" >&2; exit 1; }
 [ "$want" = "$got_duck" ] || echo "warning: DuckDB output checksum differs ($got_duck != $want)" >&2
 
-printf '\n%s rows, %s files, %s input bytes, %s CPUs, best of %s rounds\n' "$ROWS" "$FILES" "$in_bytes" "$(nproc)" "$RUNS"
+printf '\n%s rows, %s files, %s input bytes, %s CPUs, best of %s rounds%s\n' "$ROWS" "$FILES" "$in_bytes" "$(nproc)" "$RUNS" \
+  "$([ "$NESTED" = 1 ] && echo ', with nested columns (a struct of three fields, a list<string>)')"
 printf 'sluice build: %s\n' "$SLUICE_BUILD"
 printf '%-8s %10s %14s %12s %8s  %s\n' engine seconds out_bytes peak_rss_kb cpu_s every_round_s
 printf '%-8s %10.3f %14s %12s %8s\n' floor "$(echo "$cat_s + $dd_s" | bc)" "-" "-" "-"

@@ -11,7 +11,14 @@
 //
 //   event_id:string,user_id:int64,ts:timestamp,kind:string,country:string?,amount:decimal(12,2)?,score:float64,qty:int32,flag:bool?
 //
-// Usage: node bench/gen-small-files.mjs ROWS FILES OUT [DAYS]
+// NESTED=1 adds two nested columns after them, NULL in some rows:
+//
+//   ...,attrs:struct<device:string?,os:string?,version:int32?>?,tags:list<string?>?
+//
+// (a struct of three fields, one of them NULL in some rows, and a list of
+// zero to three strings).
+//
+// Usage: [NESTED=1] node bench/gen-small-files.mjs ROWS FILES OUT [DAYS]
 // The data is deterministic for given ROWS, FILES and DAYS (no random()).
 
 import { mkdirSync, existsSync, rmSync } from 'node:fs';
@@ -40,6 +47,16 @@ const instance = await DuckDBInstance.create(':memory:');
 const conn = await instance.connect();
 await conn.run(`SET TimeZone = 'UTC'; SET threads = 2`);
 
+const nested = process.env.NESTED === '1';
+const nestedCols = nested ? `,
+      CASE WHEN hash(i * 37) % 10 = 0 THEN NULL ELSE struct_pack(
+        device := (['phone','tablet','desktop','tv'])[1 + (hash(i * 41) % 4)::INT],
+        os := CASE WHEN hash(i * 43) % 7 = 0 THEN NULL
+                   ELSE (['ios','android','linux','windows','macos'])[1 + (hash(i * 47) % 5)::INT] END,
+        version := (hash(i * 53) % 40)::INTEGER) END AS attrs,
+      CASE WHEN hash(i * 59) % 8 = 0 THEN NULL
+           ELSE list_transform(range((hash(i * 61) % 4)::BIGINT),
+                  x -> (['new','promo','mobile','returning','vip','eu','us'])[1 + ((hash(i * 67) + x) % 7)::INT]) END AS tags` : '';
 const perFile = Math.floor(rows / files);
 let next = 0;
 for (let f = 0; f < files; f++) {
@@ -64,11 +81,12 @@ for (let f = 0; f < files; f++) {
            ELSE ((hash(i * 17) % 1000000)::BIGINT / 100)::DECIMAL(12,2) END AS amount,
       (hash(i * 19) % 1000000)::DOUBLE / 1000.0 AS score,
       (hash(i * 23) % 100)::INTEGER AS qty,
-      CASE WHEN hash(i * 29) % 3 = 0 THEN NULL ELSE hash(i * 31) % 2 = 0 END AS flag
+      CASE WHEN hash(i * 29) % 3 = 0 THEN NULL ELSE hash(i * 31) % 2 = 0 END AS flag${nestedCols}
     FROM range(${next}, ${next + n}) t(i)
   ) TO '${path}' (FORMAT parquet, COMPRESSION ${codec})`);
   next += n;
 }
 conn.closeSync();
 instance.closeSync();
-process.stdout.write('event_id:string,user_id:int64,ts:timestamp,kind:string,country:string?,amount:decimal(12,2)?,score:float64,qty:int32,flag:bool?\n');
+process.stdout.write('event_id:string,user_id:int64,ts:timestamp,kind:string,country:string?,amount:decimal(12,2)?,score:float64,qty:int32,flag:bool?' +
+  (nested ? ',attrs:struct<device:string?,os:string?,version:int32?>?,tags:list<string?>?' : '') + '\n');

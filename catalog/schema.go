@@ -22,10 +22,26 @@ const (
 	KindTimestamp = pqio.KindTimestamp
 	KindDecimal   = pqio.KindDecimal
 	KindBinary    = pqio.KindBinary
+	KindStruct    = pqio.KindStruct
+	KindList      = pqio.KindList
+	KindMap       = pqio.KindMap
 )
 
-// Type is a logical type; Precision and Scale are set for decimals only.
+// Type is a logical type; Precision and Scale are set for decimals only,
+// Fields for nested types only (see pqio.Type).
 type Type = pqio.Type
+
+// MapEntry is one key and value of a map column's value.
+type MapEntry = pqio.MapEntry
+
+// ListOf is the type list<elem>, or list<elem?> when nullable.
+func ListOf(elem Type, nullable bool) Type { return pqio.ListOf(elem, nullable) }
+
+// MapOf is the type map<key,value>, or map<key,value?> when nullable.
+func MapOf(key, value Type, nullable bool) Type { return pqio.MapOf(key, value, nullable) }
+
+// StructOf is the type struct<fields...>.
+func StructOf(fields ...Column) Type { return pqio.StructOf(fields...) }
 
 // Column is one column of a table schema.
 type Column = pqio.Column

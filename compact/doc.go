@@ -33,6 +33,9 @@
 //   - checksum.go: the order-independent row checksum both sides compute.
 //   - proof.go: a reused page is proven by its bytes when its output is
 //     read back, instead of by its values.
+//   - nested.go: a table with struct, list or map columns, rewritten row
+//     by row through internal/pqio and verified per leaf, each row's hash
+//     folding its leaves' repetition and definition levels.
 //
 // compact never deletes an input file: replaced files stay live in older
 // versions until vacuum removes them after the retention. It never imports

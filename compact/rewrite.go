@@ -57,6 +57,9 @@ func Rewrite(ctx context.Context, open Opener, out cloud.Store, schema catalog.S
 		return RewriteResult{}, err
 	}
 	o = o.withDefaults()
+	if pqio.HasNested(schema) {
+		return rewriteNested(ctx, open, out, schema, partition, inputs, o)
+	}
 	rw := &rewriter{
 		ctx: ctx, out: out, schema: schema, partition: partition, o: o,
 		nulls:  make([]int64, len(schema.Columns)),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -86,7 +87,7 @@ func TestParseMeasure(t *testing.T) {
 		"d=sum_day(v)":           {Name: "d", Func: rollup.SumDay, Column: "v"},
 	}
 	for s, want := range good {
-		if m, err := rollup.ParseMeasure(s); err != nil || m != want {
+		if m, err := rollup.ParseMeasure(s); err != nil || !reflect.DeepEqual(m, want) {
 			t.Errorf("ParseMeasure(%q) = %+v, %v; want %+v", s, m, err, want)
 		}
 	}

@@ -28,7 +28,9 @@ func (a *app) initCommand() *cobra.Command {
 
 --schema is 'name:type,name:type?,...' or @file.yaml. Types: string, uuid,
 int32, int64, float64, bool, date, timestamp (UTC, microseconds),
-decimal(p,s), binary. A trailing ? makes a column nullable.
+decimal(p,s), binary, and nested struct<name:type,...>, list<type>,
+map<keytype,valuetype>. A trailing ? makes a column (or a nested field,
+a list's element, a map's value) nullable: 's:struct<a:int64,b:string?>?'.
 --partition-by day(col) writes files under date=YYYY-MM-DD/ by the UTC day
 of a date or timestamp column.`,
 		Example: `  sluice init ./lake/events --schema 'event_id:uuid,list_id:int64,tally:int32,event_time:timestamp' --partition-by 'day(event_time)'`,

@@ -21,9 +21,14 @@ import (
 //     (no digit lost on either side of the point);
 //   - int32 → decimal(p,s) with p-s >= 10, int64 → with p-s >= 19;
 //   - never date ↔ timestamp: a date has no time zone and no time of day,
-//     and reading one as midnight UTC silently invents both.
+//     and reading one as midnight UTC silently invents both;
+//   - a nested type as the same nested type whose children read as the
+//     table's (see nestedProblems).
 func readableAs(from, to Type) bool {
-	if from == to {
+	if from.Nested() || to.Nested() {
+		return len(nestedProblems("", from, to)) == 0
+	}
+	if from.Equal(to) {
 		return true
 	}
 	text := func(k Kind) bool { return k == KindString || k == KindUUID }
@@ -72,6 +77,10 @@ func CheckCompatible(table, file Schema, fileKey string) error {
 			problems = append(problems, fmt.Sprintf("column %q (%s) is not in the table", fc.Name, fc.Type))
 			continue
 		}
+		if fc.Type.Nested() || tc.Type.Nested() {
+			problems = append(problems, nestedProblems(fc.Name, fc.Type, tc.Type)...)
+			continue
+		}
 		if !readableAs(fc.Type, tc.Type) {
 			why := ""
 			if (fc.Type.Kind == KindDate && tc.Type.Kind == KindTimestamp) || (fc.Type.Kind == KindTimestamp && tc.Type.Kind == KindDate) {
@@ -89,6 +98,61 @@ func CheckCompatible(table, file Schema, fileKey string) error {
 		return fmt.Errorf("%s: %w: %s", fileKey, ErrIncompatibleSchema, strings.Join(problems, "; "))
 	}
 	return nil
+}
+
+// nestedProblems says why a value of type from (a file's, at path) cannot
+// be read as type to (the table's), one entry per offending path, none when
+// it can: the same nested kind; a struct's file fields all in the table's
+// struct and each readable as its field there, and the table's fields the
+// file lacks nullable (they read as NULL); a list's element and a map's key
+// and value readable as the table's; a leaf by the rules of flat columns
+// (readableAs). A nullable file field into a non-nullable table field
+// passes, as a column does (see CheckCompatible): the data decides.
+func nestedProblems(path string, from, to Type) []string {
+	if !from.Nested() && !to.Nested() {
+		if readableAs(from, to) {
+			return nil
+		}
+		why := ""
+		if (from.Kind == KindDate && to.Kind == KindTimestamp) || (from.Kind == KindTimestamp && to.Kind == KindDate) {
+			why = " (a date is never read as a timestamp, nor the reverse)"
+		}
+		return []string{fmt.Sprintf("column %q: the file has %s, the table %s%s", path, from, to, why)}
+	}
+	if from.Kind != to.Kind {
+		return []string{fmt.Sprintf("column %q: the file has %s, the table %s", path, from, to)}
+	}
+	var problems []string
+	if from.Kind != KindStruct {
+		for i := range from.Fields {
+			problems = append(problems, nestedProblems(path+"."+to.Fields[i].Name, from.Fields[i].Type, to.Fields[i].Type)...)
+		}
+		return problems
+	}
+	for _, ff := range from.Fields {
+		tf, ok := fieldOf(to, ff.Name)
+		if !ok {
+			problems = append(problems, fmt.Sprintf("column %q (%s) is not in the table", path+"."+ff.Name, ff.Type))
+			continue
+		}
+		problems = append(problems, nestedProblems(path+"."+ff.Name, ff.Type, tf.Type)...)
+	}
+	for _, tf := range to.Fields {
+		if _, ok := fieldOf(from, tf.Name); !ok && !tf.Nullable {
+			problems = append(problems, fmt.Sprintf("column %q (%s, not nullable) is missing from the file", path+"."+tf.Name, tf.Type))
+		}
+	}
+	return problems
+}
+
+// fieldOf returns the struct field of t named name.
+func fieldOf(t Type, name string) (Column, bool) {
+	for _, f := range t.Fields {
+		if f.Name == name {
+			return f, true
+		}
+	}
+	return Column{}, false
 }
 
 // MergeSchemas returns the narrowest schema that both a and b can be read
@@ -135,6 +199,9 @@ func MergeSchemas(a, b Schema) (Schema, error) {
 
 // commonType is MergeSchemas' rule for one column.
 func commonType(a, b Type) (Type, bool) {
+	if a.Nested() || b.Nested() {
+		return commonNested(a, b)
+	}
 	if a.Kind == KindUUID && b.Kind == KindString || a.Kind == KindString && b.Kind == KindUUID {
 		return Type{Kind: KindString}, true
 	}
@@ -170,4 +237,49 @@ func commonType(a, b Type) (Type, bool) {
 		return Type{}, false
 	}
 	return Type{Kind: KindDecimal, Precision: p, Scale: s}, true
+}
+
+// commonNested is commonType for nested types: the same kind, children
+// merged as MergeSchemas merges columns (a struct's fields in a's order,
+// then b's that a lacks, nullable; a child nullable on either side stays
+// so).
+func commonNested(a, b Type) (Type, bool) {
+	if a.Kind != b.Kind {
+		return Type{}, false
+	}
+	merge := func(fa, fb Column) (Column, bool) {
+		t, ok := commonType(fa.Type, fb.Type)
+		return Column{Name: fa.Name, Type: t, Nullable: fa.Nullable || fb.Nullable}, ok
+	}
+	out := Type{Kind: a.Kind}
+	if a.Kind != KindStruct {
+		for i := range a.Fields {
+			f, ok := merge(a.Fields[i], b.Fields[i])
+			if !ok {
+				return Type{}, false
+			}
+			out.Fields = append(out.Fields, f)
+		}
+		return out, true
+	}
+	for _, fa := range a.Fields {
+		fb, ok := fieldOf(b, fa.Name)
+		if !ok {
+			fa.Nullable = true
+			out.Fields = append(out.Fields, fa)
+			continue
+		}
+		f, ok := merge(fa, fb)
+		if !ok {
+			return Type{}, false
+		}
+		out.Fields = append(out.Fields, f)
+	}
+	for _, fb := range b.Fields {
+		if _, ok := fieldOf(a, fb.Name); !ok {
+			fb.Nullable = true
+			out.Fields = append(out.Fields, fb)
+		}
+	}
+	return out, true
 }

@@ -227,7 +227,7 @@ func twosComplement(u *big.Int, size int) ([]byte, bool) {
 // which readableAs holds), nil when none is needed.
 func widener(from, to Type) func(any) any {
 	switch {
-	case from == to, from.Kind == to.Kind && from.Kind != KindDecimal:
+	case from.Equal(to), from.Kind == to.Kind && from.Kind != KindDecimal:
 		return nil
 	case (from.Kind == KindString || from.Kind == KindUUID) && (to.Kind == KindString || to.Kind == KindUUID):
 		return nil

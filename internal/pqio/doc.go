@@ -3,7 +3,12 @@
 // that it serves (readerat.go: the footer in one request); the column-type
 // model that files are read and written as (schema.go, values.go: Kind,
 // Type, Column, Schema and their canonical text); mapping a file's schema
-// and footer statistics to that model (inspect.go) and truncating
+// and footer statistics to that model (inspect.go; nested.go for struct,
+// list and map groups in every layout the Parquet format lists);
+// nested values shredded into leaves with their levels and assembled
+// back (nested_values.go); the nested writer's nodes, the Shredder and
+// the copy of Parquet rows between files of one layout (nested_write.go);
+// and truncating
 // statistics as they are written (stats.go); compatibility and widening
 // (compat.go, convert.go: one converter, one decimal path); reading rows
 // and single columns (read.go, column.go); writing (write.go, group.go);

@@ -23,10 +23,10 @@ import (
 // where there is one, the column.
 var (
 	// ErrUnsupportedType: the file holds a column whose type sluice cannot
-	// represent yet: a nested type (LIST, MAP, struct, repeated field),
-	// UINT64, TIME, INTERVAL, FLOAT16, a geospatial or variant column, a
-	// decimal wider than 38 digits. The message reads "<key>: column
-	// "<name>": nested type LIST is not supported yet".
+	// represent yet: UINT64, TIME, INTERVAL, FLOAT16, a geospatial or
+	// variant column, a decimal wider than 38 digits, a LIST or MAP group
+	// of none of the layouts the Parquet format lists. The message reads
+	// "<key>: column "<path>": type UINT64 is not supported yet".
 	ErrUnsupportedType = errors.New("not supported yet")
 	// ErrCorruptFile: the bytes are not a readable Parquet file: empty,
 	// truncated, not Parquet at all, or a footer or page that does not
@@ -62,10 +62,12 @@ const (
 
 // --- reading a file's schema and statistics --------------------------------
 
-// fileColumn is one top-level column of a Parquet file, mapped to our types.
+// fileColumn is one top-level column of a Parquet file, mapped to our
+// types; or, in a nested column's leaves, one of its primitive columns,
+// named by its dotted path.
 type fileColumn struct {
 	Column
-	index int         // leaf column index in the file
+	index int         // leaf column index in the file (a nested column's first leaf's)
 	phys  format.Type // physical type
 	// unit is the number of ticks per second of an INT64 timestamp (1e3,
 	// 1e6 or 1e9); 0 otherwise.
@@ -73,19 +75,23 @@ type fileColumn struct {
 	// minMax tells whether the footer's min/max statistics are meaningful
 	// for this column: not for INT96 (no defined order) nor binary.
 	minMax bool
+	// leaves are a nested column's primitive columns, in file order (see
+	// Column.Leaves); nil for a flat column.
+	leaves []fileColumn
 }
 
 // InspectParquet reads the footer of the Parquet file at key (size bytes)
 // and returns its schema in our types and its statistics: the footer's row
 // count and, per column, the null count summed over row groups and the
 // min/max (canonical text, see FormatValue) when every row group that holds
-// a non-null value recorded them.
+// a non-null value recorded them. A nested column's statistics are its
+// leaves', keyed by their paths (see Column.Leaves); the nested whole has
+// none.
 //
 // Only the footer is read, with one ranged GET in the common case (see
 // storeReaderAt), so it is cheap on S3 and Azure. A file that is not
 // Parquet, truncated or empty fails with ErrCorruptFile; a column of a type
-// we do not support (nested types among them) fails with
-// ErrUnsupportedType naming the column.
+// we do not support fails with ErrUnsupportedType naming the column.
 func InspectParquet(ctx context.Context, st cloud.Store, key string, size int64) (Schema, FileStats, error) {
 	// Like Arrow's and DuckDB's readers, read only the tail: the header
 	// magic costs a request of its own on an object store, and a file whose
@@ -112,11 +118,17 @@ func describeParquet(key string, f *parquet.File) (Schema, []fileColumn, FileSta
 	}
 	stats := FileStats{Rows: md.NumRows, Columns: make(map[string]ColumnStats, len(cols))}
 	for i := range cols {
-		cs, err := columnStats(key, md, &cols[i])
-		if err != nil {
-			return Schema{}, nil, FileStats{}, err
+		leaves := []fileColumn{cols[i]}
+		if cols[i].leaves != nil {
+			leaves = cols[i].leaves
 		}
-		stats.Columns[cols[i].Name] = cs
+		for j := range leaves {
+			cs, err := columnStats(key, md, &leaves[j])
+			if err != nil {
+				return Schema{}, nil, FileStats{}, err
+			}
+			stats.Columns[leaves[j].Name] = cs
+		}
 	}
 	return schema, cols, stats, nil
 }
@@ -131,57 +143,36 @@ func fileColumns(key string, md *format.FileMetaData) ([]fileColumn, error) {
 	n := int(elems[0].NumChildren.V)
 	var cols []fileColumn
 	seen := map[string]bool{}
-	i := 1
+	w := &schemaWalk{key: key, elems: elems, pos: 1}
 	for range n {
-		if i >= len(elems) {
+		e, err := w.next()
+		if err != nil {
 			return nil, fmt.Errorf("%s: %w: the footer's schema lists %d columns but holds fewer", key, ErrCorruptFile, n)
 		}
-		e := &elems[i]
 		if seen[e.Name] {
 			return nil, fmt.Errorf("%s: %w: column %q appears twice", key, ErrCorruptFile, e.Name)
 		}
 		seen[e.Name] = true
-		if nested := nestedKind(e); nested != "" {
-			return nil, fmt.Errorf("%s: column %q: nested type %s is %w", key, e.Name, nested, ErrUnsupportedType)
+		if !isGroupElem(e) && !isRepeated(e) {
+			c, err := mapLeaf(e)
+			if err != nil {
+				return nil, fmt.Errorf("%s: column %q: %w", key, e.Name, err)
+			}
+			c.index = w.leaf
+			w.leaf++
+			cols = append(cols, c)
+			continue
 		}
-		c, err := mapLeaf(e)
+		first, firstPath := w.leaf, len(w.paths)
+		fc, err := w.field(e, e.Name)
 		if err != nil {
-			return nil, fmt.Errorf("%s: column %q: %w", key, e.Name, err)
+			return nil, err
 		}
-		c.index = len(cols)
+		c := fileColumn{Column: fc, index: first}
+		c.leaves = append([]fileColumn(nil), w.paths[firstPath:]...)
 		cols = append(cols, c)
-		i++
 	}
 	return cols, nil
-}
-
-// nestedKind names the nested type of a top-level schema element, or ""
-// for a plain (optional or required) leaf.
-func nestedKind(e *format.SchemaElement) string {
-	isGroup := !e.Type.Valid || e.NumChildren.V > 0
-	switch e.LogicalType.Value.(type) {
-	case *format.ListType:
-		return "LIST"
-	case *format.MapType:
-		return "MAP"
-	case *format.VariantType:
-		return "VARIANT"
-	}
-	if ct, ok := e.ConvertedType.Get(); ok && isGroup {
-		switch ct {
-		case deprecated.List:
-			return "LIST"
-		case deprecated.Map, deprecated.MapKeyValue:
-			return "MAP"
-		}
-	}
-	if isGroup {
-		return "struct"
-	}
-	if rt, ok := e.RepetitionType.Get(); ok && rt == format.Repeated {
-		return "repeated " + e.Type.V.String()
-	}
-	return ""
 }
 
 // mapLeaf maps one primitive column to our type. Its errors wrap

@@ -23,9 +23,11 @@ import (
 // types.
 type ParquetColumn struct {
 	Column
-	// Leaf is the column's leaf index in the file (its ColumnChunks index).
+	// Leaf is the column's leaf index in the file (its ColumnChunks index);
+	// a nested column's (Type.Nested) first leaf's.
 	Leaf int
-	// Kind is the column's physical type.
+	// Kind is the column's physical type; meaningless for a nested column,
+	// whose leaves each have their own.
 	Kind parquet.Kind
 	// Unit is the number of ticks per second of an INT64 timestamp (1e3,
 	// 1e6 or 1e9), 0 for any other column (INT96 timestamps included).
@@ -194,6 +196,14 @@ func parquetFields(schema Schema, noDict []bool, codec func(column string) compr
 	fields := make(orderedGroup, len(schema.Columns))
 	enc := make([]func(any) (parquet.Value, error), len(schema.Columns))
 	for i, c := range schema.Columns {
+		if c.Type.Nested() {
+			n, err := nestedNode(c, c.Name, codec)
+			if err != nil {
+				return nil, nil, err
+			}
+			fields[i] = &namedField{Node: n, name: c.Name}
+			continue
+		}
 		n, e, err := columnNode(c)
 		if err != nil {
 			return nil, nil, fmt.Errorf("column %q: %w", c.Name, err)

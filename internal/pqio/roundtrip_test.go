@@ -401,10 +401,10 @@ func TestParquetUnsupportedTypesNameFileAndColumn(t *testing.T) {
 		node parquet.Node
 		msg  string
 	}{
-		"list":   {parquet.Optional(parquet.List(parquet.Int(32))), `part-0001.parquet: column "arr": nested type LIST is not supported yet`},
-		"map":    {parquet.Map(parquet.String(), parquet.Int(64)), `part-0001.parquet: column "arr": nested type MAP is not supported yet`},
-		"struct": {parquet.Group{"x": parquet.Int(32)}, `part-0001.parquet: column "arr": nested type struct is not supported yet`},
-		"uint64": {parquet.Uint(64), `part-0001.parquet: column "arr": type UINT64 (values above 2^63-1 do not fit int64) is not supported yet`},
+		"in a list":   {parquet.Optional(parquet.List(parquet.Uint(64))), `part-0001.parquet: column "arr.element": type UINT64 (values above 2^63-1 do not fit int64) is not supported yet`},
+		"in a map":    {parquet.Map(parquet.String(), parquet.Uint(64)), `part-0001.parquet: column "arr.value": type UINT64 (values above 2^63-1 do not fit int64) is not supported yet`},
+		"in a struct": {parquet.Group{"x": parquet.Int(32), "y": parquet.Group{"t": parquet.Time(parquet.Millisecond)}}, `part-0001.parquet: column "arr.y.t": type TIME is not supported yet`},
+		"uint64":      {parquet.Uint(64), `part-0001.parquet: column "arr": type UINT64 (values above 2^63-1 do not fit int64) is not supported yet`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			size := putRaw(t, st, "part-0001.parquet", parquet.Group{"arr": tc.node, "ok": parquet.Int(32)}, nil)

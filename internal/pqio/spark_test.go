@@ -29,19 +29,22 @@ func sparkExpectations() map[string]sparkExpect {
 		decimals = append(decimals, fmt.Sprintf("decimal_%d_%d:decimal(%d,%d)?", ps[0], ps[1], ps[0], ps[1]))
 	}
 	ts := sparkExpect{schema: "id:int32?,time:timestamp?"}
+	// The current (three-level list/element, key_value) and the legacy
+	// (bag/array, MAP_KEY_VALUE) layouts read as the same types.
+	allTypes := sparkExpect{schema: "ByteType:int32?,ShortType:int32?,IntegerType:int32?,LongType:int64?,FloatType:float64?,DoubleType:float64?,decimal:decimal(10,2)?,BooleanType:bool?,StringType:string?,BinaryType:binary?,DateType:date?,TimestampType:timestamp?,TimestampNTZType:timestamp?,nested_struct:struct<aa:string?,ac:struct<aca:int32?>?>?,array_of_prims:list<int32?>?,array_of_arrays:list<list<int32?>?>?,array_of_structs:list<struct<ab:int64?>?>?,map_of_prims:map<int32,int64?>?,map_of_rows:map<int32,struct<ab:int64?>?>?,map_of_arrays:map<int64,list<int32?>?>?"}
 	return map[string]sparkExpect{
 		"125-iterator-bug":                  {schema: "col1:int32?"},
-		"125-iterator-bug/_delta_log":       {unsupported: `column "txn": nested type struct is not supported yet`},
+		"125-iterator-bug/_delta_log":       {schema: "txn:struct<appId:string?,version:int64?,lastUpdated:int64?>?,add:struct<path:string?,partitionValues:map<string,string?>?,size:int64?,modificationTime:int64?,dataChange:bool?,tags:map<string,string?>?,stats:string?>?,remove:struct<path:string?,deletionTimestamp:int64?,dataChange:bool?,extendedFileMetadata:bool?,partitionValues:map<string,string?>?,size:int64?,tags:map<string,string?>?>?,metaData:struct<id:string?,name:string?,description:string?,format:struct<provider:string?,options:map<string,string?>?>?,schemaString:string?,partitionColumns:list<string?>?,configuration:map<string,string?>?,createdTime:int64?>?,protocol:struct<minReaderVersion:int32?,minWriterVersion:int32?>?,cdc:struct<path:string?,partitionValues:map<string,string?>?,size:int64?,tags:map<string,string?>?>?"},
 		"data-reader-date-types-UTC":        {schema: "timestamp:timestamp?,date:date?"},
 		"data-reader-escaped-chars":         {schema: "_1:string?"},
-		"data-reader-partition-values":      {unsupported: `column "as_list_of_records": nested type LIST is not supported yet`},
+		"data-reader-partition-values":      {schema: "as_list_of_records:list<struct<val:int32?>?>?,as_nested_struct:struct<aa:string?,ab:string?,ac:struct<aca:int32?,acb:int64?>?>?,value:string?"},
 		"data-reader-primitives":            {schema: "as_int:int32?,as_long:int64?,as_byte:int32?,as_short:int32?,as_boolean:bool?,as_float:float64?,as_double:float64?,as_string:string?,as_binary:binary?,as_big_decimal:decimal(1,0)?"},
 		"decimal-various-scale-precision":   {schema: strings.Join(decimals, ",")},
 		"kernel-timestamp-INT96":            ts,
 		"kernel-timestamp-TIMESTAMP_MICROS": ts,
 		"kernel-timestamp-TIMESTAMP_MILLIS": ts,
-		"parquet-all-types":                 {unsupported: `column "nested_struct": nested type struct is not supported yet`},
-		"parquet-all-types-legacy-format":   {unsupported: `column "nested_struct": nested type struct is not supported yet`},
+		"parquet-all-types":                 allTypes,
+		"parquet-all-types-legacy-format":   allTypes,
 		"type-widening":                     {}, // two schemas: see TestSparkTypeWideningMerges
 	}
 }
@@ -103,8 +106,20 @@ func TestSparkWrittenFilesInspect(t *testing.T) {
 				case want.schema != "" && schema.String() != want.schema:
 					t.Errorf("schema = %s\nwant     %s", schema, want.schema)
 				default:
-					if len(stats.Columns) != len(schema.Columns) {
-						t.Errorf("stats for %d columns, schema has %d", len(stats.Columns), len(schema.Columns))
+					// Statistics for every leaf, none for a nested whole.
+					var leaves []string
+					for _, c := range schema.Columns {
+						for _, l := range c.Leaves() {
+							leaves = append(leaves, l.Path)
+						}
+					}
+					if len(stats.Columns) != len(leaves) {
+						t.Errorf("stats for %d columns, schema has %d leaves", len(stats.Columns), len(leaves))
+					}
+					for _, l := range leaves {
+						if _, ok := stats.Columns[l]; !ok {
+							t.Errorf("no statistics for leaf %s", l)
+						}
 					}
 				}
 			})

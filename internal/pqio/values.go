@@ -43,6 +43,9 @@ func FormatValue(t Type, v any) string {
 	if v == nil {
 		return ""
 	}
+	if t.Nested() {
+		return formatNested(t, v)
+	}
 	switch t.Kind {
 	case KindString, KindUUID:
 		if s, ok := v.(string); ok {

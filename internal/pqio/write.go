@@ -55,6 +55,12 @@ func WriteParquet(ctx context.Context, st cloud.Store, key string, schema Schema
 //	decimal(p,s)  DECIMAL(p,s) on INT32 (p <= 9), INT64 (p <= 18) or the
 //	              smallest FIXED_LEN_BYTE_ARRAY that holds p digits
 //	binary        BYTE_ARRAY
+//	struct<...>   a group of the fields, in order
+//	list<T>       the three-level LIST: group (LIST) / repeated list / element
+//	map<K,V>      MAP: group (MAP) / repeated key_value / required key, value
+//
+// A row's nested value is map[string]any (struct), []any (list) and
+// []MapEntry or map[string]any (map); nil is NULL, at any level.
 //
 // Statistics (min/max/nulls) are in the footer per column chunk and in the
 // page index per page (see ParquetWriterOptions), string and binary bounds
@@ -74,6 +80,11 @@ type ParquetWriter struct {
 	// built, which parquet-go holds in memory until it is flushed.
 	pending int64
 	results []colResult // forColumns'
+	// shred is set when the schema has a nested column: such a schema's
+	// rows are shredded and written whole (see writeShredded).
+	shred *Shredder
+	prow  parquet.Row
+	check func(r io.ReaderAt, size int64) error // CloseChecked's
 }
 
 // Buffered estimates the bytes of rows the writer holds in memory: the
@@ -109,7 +120,63 @@ func NewParquetWriter(schema Schema, codecs *Codecs) (*ParquetWriter, error) {
 	}
 	opts := append(ParquetWriterOptions(), ps, parquet.MaxRowsPerRowGroup(parquetRowGroupRows))
 	w := parquet.NewGenericWriter[any](tmp, opts...)
-	return &ParquetWriter{schema: schema, tmp: tmp, w: w, enc: enc}, nil
+	pw := &ParquetWriter{schema: schema, tmp: tmp, w: w, enc: enc}
+	if hasNested(schema) {
+		if pw.shred, err = NewShredder(schema); err != nil {
+			pw.Abort()
+			return nil, fmt.Errorf("parquet writer: %w", err)
+		}
+	}
+	return pw, nil
+}
+
+// hasNested tells whether a schema has a struct, list or map column.
+func hasNested(s Schema) bool {
+	for _, c := range s.Columns {
+		if c.Type.Nested() {
+			return true
+		}
+	}
+	return false
+}
+
+// writeShredded writes rows of a schema with nested columns: each row is
+// shredded into its leaves' values with their levels and written whole.
+// A bad value fails its row, naming it and the column's path; the rows
+// before it are written.
+func (pw *ParquetWriter) writeShredded(ctx context.Context, rows [][]any) error {
+	cols := pw.schema.Columns
+	for k, row := range rows {
+		if k%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if len(row) != len(cols) {
+			return fmt.Errorf("row %d: %d values, the schema has %d columns", pw.rows, len(row), len(cols))
+		}
+		var err error
+		if pw.prow, err = pw.shred.Shred(row, pw.prow[:0]); err != nil {
+			return fmt.Errorf("row %d: %w", pw.rows, err)
+		}
+		for _, v := range pw.prow {
+			pw.pending += valueBytes(v)
+		}
+		if err := noPanic(func() error {
+			_, err := pw.w.WriteRows([]parquet.Row{pw.prow})
+			return err
+		}); err != nil {
+			return fmt.Errorf("parquet writer: row %d: %w", pw.rows, err)
+		}
+		pw.rows++
+		pw.groupRows++
+		if pw.groupRows >= parquetRowGroupRows {
+			if err := pw.FlushRowGroup(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Write adds rows to the file. A row of the wrong width, a value of the
@@ -125,6 +192,9 @@ func (pw *ParquetWriter) Write(ctx context.Context, rows [][]any) error {
 	// would only take apart again. A batch is encoded whole before any of
 	// it is written, so a bad value stops the call after the rows before
 	// it, never in the middle of a row.
+	if pw.shred != nil {
+		return pw.writeShredded(ctx, rows)
+	}
 	const batchRows = 1024
 	cols := pw.schema.Columns
 	if pw.colVals == nil {
@@ -349,10 +419,33 @@ func (pw *ParquetWriter) Close(ctx context.Context, st cloud.Store, key string) 
 	if err != nil {
 		return 0, FileStats{}, fmt.Errorf("write %s: reading back the footer: %w", key, err)
 	}
+	if pw.check != nil {
+		if err := pw.check(pw.tmp, size); err != nil {
+			return 0, FileStats{}, err
+		}
+	}
 	if _, err := cloud.PutFile(ctx, st, key, pw.tmp, size, cloud.PutOptions{}); err != nil {
 		return 0, FileStats{}, fmt.Errorf("write %s: %w", key, err)
 	}
 	return size, stats, nil
+}
+
+// Written is the bytes of the row groups written to the file so far (the
+// one being built is Buffered).
+func (pw *ParquetWriter) Written() int64 {
+	if pw.done {
+		return 0
+	}
+	n, _ := pw.tmp.Seek(0, io.SeekCurrent)
+	return n
+}
+
+// CloseChecked is Close that gives the finished file (size bytes read
+// through r) to check before it is stored: an error from check stores
+// nothing and is returned as is.
+func (pw *ParquetWriter) CloseChecked(ctx context.Context, st cloud.Store, key string, check func(r io.ReaderAt, size int64) error) (int64, FileStats, error) {
+	pw.check = check
+	return pw.Close(ctx, st, key)
 }
 
 // Abort discards the file. It is safe to call after Close, and more than
