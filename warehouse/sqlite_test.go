@@ -112,6 +112,7 @@ func TestPublishSQLiteBadInput(t *testing.T) {
 	}
 	tbl := newTable(t, "x:int64", xRows(0, 2))
 	nan := newTable(t, "x:int64,f:float64?", [][]any{{int64(1), 0.5}, {int64(2), math.NaN()}})
+	nested := newTable(t, "x:int64,s:struct<a:int64>?", [][]any{{int64(1), nil}})
 	cases := map[string]struct {
 		tbl    *catalog.Table
 		to, as string
@@ -122,6 +123,7 @@ func TestPublishSQLiteBadInput(t *testing.T) {
 		"a schema other than main": {tbl: tbl, to: to, as: "mart.t", is: ErrInvalidName, want: "main"},
 		"a name that is a view":    {tbl: tbl, to: to, as: "a_view", is: ErrNotATable, want: "view"},
 		"a NaN":                    {tbl: nan, to: to, as: "t", want: `column "f": NaN`},
+		"a nested column":          {tbl: nested, to: to, as: "t", is: ErrUnsupportedType, want: `column "s": struct<a:int64>`},
 		"a missing directory":      {tbl: tbl, to: "sqlite://" + filepath.Join(path, "no", "w.db"), as: "t", want: "open"},
 		"options in the URL":       {tbl: tbl, to: to + "?_pragma=x", as: "t", want: "sqlite:///path"},
 	}
