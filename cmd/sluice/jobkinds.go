@@ -33,6 +33,9 @@ type commandKind struct {
 	required   []string
 	// managed are flags the scheduler sets from the interval unless the
 	// job gives them.
+	// extra are the kind's options that are no flag of its command:
+	// each checks its option and reports whether it knows the key.
+	extra    func(o scheduler.Option) (known bool, msg string)
 	command  func(a *app) *cobra.Command
 	interval func(j *scheduler.Job, iv scheduler.Interval) []string
 }
@@ -42,7 +45,7 @@ func jobKinds() map[string]scheduler.Kind {
 	ks := []*commandKind{
 		{name: "ingest", positional: "table", tables: []string{"table", "quarantine"}, locations: []string{"from"},
 			required: []string{"table", "from"}, command: (*app).ingestCommand},
-		{name: "compact", positional: "table", tables: []string{"table"}, required: []string{"table"},
+		{name: "compact", positional: "table", tables: []string{"table"}, required: []string{"table"}, extra: compactScope,
 			command: (*app).compactCommand, interval: compactInterval},
 		{name: "rollup", positional: "out", tables: []string{"out", "source"}, locations: []string{"snapshot"},
 			required: []string{"out", "source", "snapshot", "key", "time", "measure"},
@@ -66,6 +69,9 @@ func compactInterval(j *scheduler.Job, iv scheduler.Interval) []string {
 	if _, ok := j.Option("partition"); ok {
 		return nil
 	}
+	if o, ok := j.Option("scope"); ok && o.Value == "all" {
+		return nil
+	}
 	last := iv.End.Add(-time.Nanosecond).UTC()
 	for d := iv.Start.UTC().Truncate(24 * time.Hour); !d.After(last); d = d.AddDate(0, 0, 1) {
 		args = append(args, "--partition", "date="+d.Format(time.DateOnly))
@@ -74,6 +80,19 @@ func compactInterval(j *scheduler.Job, iv scheduler.Interval) []string {
 		args = append(args, "--include-current")
 	}
 	return args
+}
+
+// compactScope is compact's one option beyond its flags: scope:
+// interval (the default) compacts the UTC days the interval touches;
+// scope: all compacts every partition, as the command does.
+func compactScope(o scheduler.Option) (bool, string) {
+	if o.Key != "scope" {
+		return false, ""
+	}
+	if o.IsList || (o.Value != "interval" && o.Value != "all") {
+		return true, "want interval or all"
+	}
+	return true, ""
 }
 
 // rollupInterval rolls up through the interval's day in the job's zone.
@@ -106,6 +125,14 @@ func (k *commandKind) Check(p *scheduler.Pipeline, j *scheduler.Job) []*schedule
 				bad(o.Key, "unknown table %q (the file declares %s)", o.Value, strings.Join(tableNames(p), ", "))
 			}
 			continue
+		}
+		if k.extra != nil {
+			if known, msg := k.extra(o); known {
+				if msg != "" {
+					bad(o.Key, "%s", msg)
+				}
+				continue
+			}
 		}
 		if strings.Contains(o.Key, "-") {
 			bad(o.Key, "unknown option: options are snake_case (%s)", strings.ReplaceAll(o.Key, "-", "_"))
@@ -164,6 +191,10 @@ func (k *commandKind) args(p *scheduler.Pipeline, j *scheduler.Job, iv scheduler
 		switch {
 		case o.Key == k.positional:
 			continue
+		case k.extra != nil:
+			if known, _ := k.extra(o); known {
+				continue
+			}
 		case slices.Contains(k.tables, o.Key):
 			args = append(args, "--"+kebab(o.Key)+"="+p.Tables[o.Value].Location)
 			continue
@@ -193,7 +224,11 @@ func (k *commandKind) Run(ctx context.Context, p *scheduler.Pipeline, j *schedul
 			return nil, err
 		}
 	}
-	return runInProcess(ctx, k.args(p, j, iv))
+	args := k.args(p, j, iv)
+	if id := scheduler.RunID(ctx); id != "" {
+		args = append(args, "--run-id", id)
+	}
+	return runInProcess(ctx, args)
 }
 
 // createTable creates the ingest job's table when the file gives its

@@ -15,9 +15,6 @@ type notBuiltCmd struct {
 
 var notBuilt = []notBuiltCmd{
 	{"serve --config pipeline.yaml", "Run the scheduler daemon (not built yet)"},
-	{"run --config pipeline.yaml JOB", "Run one interval of a job (not built yet)"},
-	{"backfill --config pipeline.yaml JOB --from DATE --to DATE", "Rerun a job over past intervals (not built yet)"},
-	{"runs --config pipeline.yaml", "Show run history (not built yet)"},
 }
 
 func (n notBuiltCmd) command() *cobra.Command {

@@ -54,7 +54,7 @@ func TestValidateBadPipelines(t *testing.T) {
 			if !ok {
 				t.Fatalf("no expected message for %s", name)
 			}
-			for _, args := range [][]string{{"validate", "--config", f}} {
+			for _, args := range [][]string{{"validate", "--config", f}, {"run", "--config", f, "compact-events"}} {
 				r := sluice(t, nil, args...)
 				if r.code != 1 {
 					t.Fatalf("%s: exit %d, want 1; stderr %s", args[0], r.code, r.stderr)
