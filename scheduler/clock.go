@@ -41,6 +41,28 @@ func Sleep(ctx context.Context, c Clock, d time.Duration) error {
 	}
 }
 
+// SleepUntil waits until c reads t, or until ctx ends. With a clock that
+// can register a deadline itself (FakeClock), reading the time and
+// registering are one step, so a tick is never moved by an Advance that
+// comes between them.
+func SleepUntil(ctx context.Context, c Clock, t time.Time) error {
+	at, ok := c.(interface {
+		AfterFuncAt(t time.Time, f func()) func() bool
+	})
+	if !ok {
+		return Sleep(ctx, c, t.Sub(c.Now()))
+	}
+	done := make(chan struct{})
+	stop := at.AfterFuncAt(t, func() { close(done) })
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		stop()
+		return ctx.Err()
+	}
+}
+
 // FakeClock is a Clock that moves only when Advance or Set says. Timers
 // due fire in order of their deadlines.
 type FakeClock struct {
@@ -70,8 +92,19 @@ func (c *FakeClock) Now() time.Time {
 func (c *FakeClock) AfterFunc(d time.Duration, f func()) func() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t := &fakeTimer{at: c.now.Add(d), f: f}
-	if d <= 0 {
+	return c.at(c.now.Add(d), f)
+}
+
+// AfterFuncAt registers f to run once the fake time reaches at.
+func (c *FakeClock) AfterFuncAt(at time.Time, f func()) func() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.at(at, f)
+}
+
+func (c *FakeClock) at(at time.Time, f func()) func() bool {
+	t := &fakeTimer{at: at, f: f}
+	if !at.After(c.now) {
 		go f()
 		t.dead = true
 		return func() bool { return false }
