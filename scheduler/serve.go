@@ -49,6 +49,14 @@ type jobState struct {
 type dispatch struct {
 	iv      Interval
 	trigger string
+	rerun   bool
+}
+
+// stopping tells whether Serve is shutting down (or not running).
+func (s *Server) stopping() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stopCx == nil || s.stopCx.Err() != nil
 }
 
 // Serve runs until ctx ends, then stops starting runs, waits up to the
@@ -228,7 +236,7 @@ func (s *Server) run(job *Job, st *jobState, d dispatch) {
 	defer s.runs.Done()
 	r := s.Runner
 	for {
-		outs, err := r.Run(s.runCx, job, d.iv, RunOptions{Trigger: d.trigger})
+		outs, err := r.Run(s.runCx, job, d.iv, RunOptions{Trigger: d.trigger, Rerun: d.rerun})
 		if err != nil && !errors.Is(err, ErrUpstreamPending) {
 			r.log().Warn("run did not succeed", "job", job.Name, "interval", d.iv.String(), "error", err)
 		}

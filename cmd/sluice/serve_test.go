@@ -3,11 +3,16 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/sluice-data/sluice/internal/testenv"
 )
@@ -40,7 +45,7 @@ jobs:
     rollup: {source: events, out: list_rollup, snapshot: "`+filepath.Join(root, "testdata", "pipelines", "demo-snapshot.csv")+`",
              key: [list_id], time: event_time, measure: "subscribers=sum(tally)", through: "2024-05-03"}
 `), 0o644)
-	cmd := exec.Command(sluiceBin, "serve", "--config", config, "--lease-ttl", "10s")
+	cmd := exec.Command(sluiceBin, "serve", "--config", config, "--lease-ttl", "10s", "--listen", "127.0.0.1:0")
 	cmd.Env = append(os.Environ(), testenv.Env()...)
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
@@ -61,18 +66,36 @@ jobs:
 	// Wait for three intervals whose rollup finished.
 	finished := map[string]int{}
 	var lines []map[string]any
+	var listen string
 	for finished["rollup-lists"] < 3 {
 		m, ok := <-logs
 		if !ok {
 			t.Fatalf("serve ended early: %v", lines)
 		}
 		lines = append(lines, m)
+		if m["msg"] == "serving" {
+			listen, _ = m["listen"].(string)
+		}
 		if m["msg"] == "run finished" {
 			if m["status"] != "succeeded" {
 				t.Fatalf("a run did not succeed: %v", m)
 			}
 			finished[m["job"].(string)]++
 		}
+	}
+	// The admin API of the running instance: health and metrics.
+	if resp, err := http.Get("http://" + listen + "/healthz"); err != nil || resp.StatusCode != 200 {
+		t.Errorf("/healthz on %q: %v %v", listen, resp, err)
+	}
+	resp, err := http.Get("http://" + listen + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	resp.Body.Close()
+	if err != nil || families["sluice_scheduler_runs_total"] == nil || families["sluice_scheduler_rows_written_total"] == nil {
+		t.Errorf("/metrics: %v; families %d", err, len(families))
 	}
 	cmd.Process.Signal(syscall.SIGTERM)
 	for m := range logs {
@@ -130,6 +153,18 @@ jobs:
 		got, want := tableRead(t, filepath.Join(dir, "lake", table)), tableRead(t, filepath.Join(hand, table))
 		if got.Rows != want.Rows || got.Checksum != want.Checksum || got.Rows == 0 {
 			t.Errorf("%s: served %+v, by hand %+v", table, got, want)
+		}
+	}
+}
+
+// serve refuses an admin address off loopback without a token (exit 2),
+// before it runs anything.
+func TestServeRefusesOpenListenWithoutToken(t *testing.T) {
+	config := filepath.Join(repoRoot(t), "testdata", "pipelines", "contract.yaml")
+	for _, addr := range []string{"0.0.0.0:0", "[::]:0", "192.0.2.1:8080"} {
+		r := sluice(t, []string{"SLUICE_TOKEN="}, "serve", "--config", config, "--listen", addr)
+		if r.code != 2 || !strings.Contains(r.stderr, "not a loopback address: give --token or SLUICE_TOKEN") {
+			t.Errorf("--listen %s: exit %d, stderr %q; want 2 and the reason", addr, r.code, r.stderr)
 		}
 	}
 }
