@@ -10,4 +10,24 @@
 // warehouse: a job runs through the Kind interface, which the command
 // wires to those packages, so a new kind plugs in without touching the
 // scheduler. All waiting goes through a Clock, so tests drive time.
+//
+// The pipeline file's keys, beyond docs/contract.md's example:
+//
+//	lake: LOCATION        # where _sluice/runs/ lives (default: the tables' common parent)
+//	tables:
+//	  NAME: {location, schema, partition_by, target_file_size}
+//	jobs:
+//	  NAME:
+//	    schedule: SPEC    # robfig/cron: 5 fields, or 6 with seconds first; @daily, @every 5m; CRON_TZ=Zone prefix
+//	    after: [JOB]      # same intervals as JOB (the schedule is inherited when not given)
+//	    retries: {max: N, backoff: 30s, max_backoff: 10m}
+//	    timeout: 30m
+//	    overlap: skip | queue
+//	    catchup: N        # missed intervals run after downtime (default 1)
+//	    parallel: N       # intervals a backfill may run at once (default 1)
+//	    KIND: {OPTIONS}   # exactly one kind; options are its command's flags in snake_case
+//
+// Values may hold ${NAME}, expanded from the environment and never
+// printed. Relative local locations are relative to the file's folder.
+// Job names become key segments of the run records.
 package scheduler

@@ -16,6 +16,15 @@ import (
 
 var t0 = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 
+// openLake opens p's lake and its history.
+func openLake(t testing.TB, p *Pipeline) (func(), *History) {
+	st, err := cloud.Open(context.Background(), p.Lake)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func() { st.Close() }, &History{Store: st}
+}
+
 // lake opens a fresh local lake and parses src as its pipeline, with the
 // kind "task" running fn.
 func lake(t *testing.T, src string, fn func(ctx context.Context, j *Job, iv Interval) (map[string]any, error)) (*Pipeline, *History, map[string]Kind) {
@@ -49,10 +58,11 @@ jobs:
 // interval: it runs once; the other finds it claimed.
 func TestRunClaimsIntervalOnce(t *testing.T) {
 	var calls atomic.Int32
-	release := make(chan struct{})
+	release, started := make(chan struct{}), make(chan struct{}, 2)
 	p, h, kinds := lake(t, dailyPipeline, func(ctx context.Context, j *Job, iv Interval) (map[string]any, error) {
 		if j.Name == "load" {
 			calls.Add(1)
+			started <- struct{}{}
 			<-release
 		}
 		return map[string]any{"rows": 1}, nil
@@ -69,9 +79,7 @@ func TestRunClaimsIntervalOnce(t *testing.T) {
 		}()
 	}
 	// One of them is running the job; the other returns at once.
-	for calls.Load() == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	<-started
 	close(release)
 	wg.Wait()
 	if calls.Load() != 1 {
