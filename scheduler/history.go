@@ -159,6 +159,18 @@ type claim struct {
 // a running one whose lease expired). It returns nil and the existing
 // record when another run has the interval or it is done.
 func (h *History) claim(ctx context.Context, rec Record, now time.Time, rerun bool) (*claim, *Record, error) {
+	// Most claims are of a new interval: try the create first, and read
+	// only when the record exists.
+	if rec.Attempt == 0 {
+		rec.Attempt = 1
+	}
+	etag, err := h.put(ctx, rec, cloud.PutOptions{IfAbsent: true})
+	if err == nil {
+		return &claim{h: h, rec: rec, etag: etag}, nil, nil
+	}
+	if !errors.Is(err, cloud.ErrPreconditionFailed) {
+		return nil, nil, err
+	}
 	for range 3 {
 		old, etag, err := h.Get(ctx, rec.Job, rec.Interval)
 		opts := cloud.PutOptions{IfAbsent: true}
