@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +14,8 @@ import (
 // jobKeys are a job's own keys; any other key must name its kind.
 var jobKeys = []string{"schedule", "after", "retries", "timeout", "overlap", "catchup", "parallel"}
 
+var jobName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
 // jobNodes keeps the nodes links reports on.
 type jobNodes struct {
 	key, after, schedule, kind *yaml.Node
@@ -21,6 +24,9 @@ type jobNodes struct {
 
 func (ps *parser) job(k, v *yaml.Node) {
 	path := "jobs." + k.Value
+	if !jobName.MatchString(k.Value) {
+		ps.fail(k, path, "bad job name: letters, digits, '.', '_' and '-', starting with a letter or digit (it names the run records' folder)")
+	}
 	j := &Job{Name: k.Value, Pos: ps.pos(k), Overlap: OverlapSkip, Catchup: 1, Parallel: 1}
 	nodes := &jobNodes{key: k}
 	for _, kv := range ps.pairs(v, path) {

@@ -14,6 +14,7 @@ func TestValidateBadPipelines(t *testing.T) {
 	want := map[string]string{
 		"after_unknown_job.yaml": `:6:13: jobs.rollup-lists.after: unknown job "compact-evnts"`,
 		"bad_backoff.yaml":       `:7:32: jobs.compact-events.retries.backoff: bad duration "-5s"`,
+		"bad_job_name.yaml":      `:5:3: jobs.../compact: bad job name`,
 		"bad_catchup.yaml":       `:7:14: jobs.compact-events.catchup: "-1": want a whole number >= 1`,
 		"bad_cron.yaml":          `:6:15: jobs.compact-events.schedule: bad cron spec "0 25 * * *": end of range (25) above maximum (23)`,
 		"bad_cron_fields.yaml":   `:6:15: jobs.compact-events.schedule: bad cron spec "* * *": expected 5 to 6 fields, found 3`,
