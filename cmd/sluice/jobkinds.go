@@ -257,7 +257,9 @@ func createTable(ctx context.Context, p *scheduler.Pipeline, j *scheduler.Job) e
 func runInProcess(ctx context.Context, args []string) (map[string]any, error) {
 	var out bytes.Buffer
 	a := newApp()
-	a.stdout, a.stderr = &out, redactingWriter{io.Discard}
+	// The job's own warnings go to stderr, where the scheduler's lines go,
+	// tagged with the run ID it is given.
+	a.stdout = &out
 	root := a.rootCommand()
 	root.SetArgs(append(slices.Clone(args), "--json"))
 	root.SetOut(io.Discard)
