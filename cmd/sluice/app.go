@@ -89,6 +89,7 @@ was done before it.`,
 	})
 	root.AddCommand(a.initCommand(), a.importCommand(), a.filesCommand(), a.historyCommand(),
 		a.rollbackCommand(), a.vacuumCommand(), a.compactCommand(), a.ingestCommand(), a.publishCommand(), a.rollupCommand(), a.versionCommand())
+	root.AddCommand(a.schedulerCommands()...)
 	for _, nb := range notBuilt {
 		root.AddCommand(nb.command())
 	}

@@ -96,7 +96,7 @@ func TestJSONOnEveryFailure(t *testing.T) {
 		"vacuum under 24h":           {"vacuum", table, "--retain", "1h"},
 		"compact a missing table":    {"compact", missing},
 		"ingest into a missing one":  {"ingest", missing, "--from", land},
-		"a command not built yet":    {"serve", "--config", missing},
+		"serve of a missing config":  {"serve", "--config", missing},
 		"rollup of a missing source": {"rollup", missing, "--source", missing, "--snapshot", missing, "--key", "a", "--time", "t", "--measure", "n=count()"},
 	}
 	for name, args := range cases {

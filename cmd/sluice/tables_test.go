@@ -206,9 +206,16 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 	}
 }
 
-func TestNotBuiltCommandsSaySo(t *testing.T) {
-	r := sluice(t, nil, "serve", "--config", t.TempDir())
-	failsWithOneLine(t, r, "serve", "not built yet")
+// The scheduler's commands name the pipeline file they could not read.
+func TestServeOfAMissingConfigSaysSo(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing.yaml")
+	for _, cmd := range []string{"serve", "run", "validate", "runs"} {
+		args := []string{cmd, "--config", missing}
+		if cmd == "run" {
+			args = append(args, "job")
+		}
+		failsWithOneLine(t, sluice(t, nil, args...), "read pipeline", missing)
+	}
 }
 
 // Import works the same on object stores: the folder is adopted where it

@@ -1,0 +1,304 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sluice-data/sluice/cloud"
+	"github.com/sluice-data/sluice/scheduler"
+)
+
+// runnerFlags are what every command that runs jobs shares.
+type runnerFlags struct {
+	config   string
+	instance string
+	leaseTTL time.Duration
+	rerun    bool
+	only     bool
+}
+
+func (f *runnerFlags) add(cmd *cobra.Command, running bool) {
+	cmd.Flags().StringVar(&f.config, "config", "", "the pipeline file (required)")
+	if !running {
+		return
+	}
+	cmd.Flags().StringVar(&f.instance, "instance", "", "this instance's name in run records (default: SLUICE_INSTANCE, else host and pid)")
+	cmd.Flags().DurationVar(&f.leaseTTL, "lease-ttl", scheduler.DefaultLeaseTTL, "how long a run's claim holds without a heartbeat; another instance takes the interval over after it")
+	cmd.Flags().BoolVar(&f.only, "only", false, "run the job alone, not the jobs after it")
+}
+
+func instanceName(flag string) string {
+	if flag != "" {
+		return flag
+	}
+	if v := os.Getenv("SLUICE_INSTANCE"); v != "" {
+		return v
+	}
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s-%d", host, os.Getpid())
+}
+
+// runner loads the pipeline and opens its lake's run history.
+func (a *app) runner(cmd *cobra.Command, f *runnerFlags) (*scheduler.Runner, func(), error) {
+	p, err := a.loadPipeline(cmd, f.config)
+	if err != nil {
+		return nil, nil, err
+	}
+	if f.leaseTTL <= 0 && cmd.Flags().Lookup("lease-ttl") != nil {
+		return nil, nil, usageError{cmd: cmd.Name(), err: fmt.Errorf("%s: --lease-ttl must be positive", cmd.Name())}
+	}
+	st, err := cloud.Open(cmd.Context(), p.Lake)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open lake: %w", err)
+	}
+	r := &scheduler.Runner{Pipeline: p, Kinds: jobKinds(), History: &scheduler.History{Store: st},
+		Instance: instanceName(f.instance), LeaseTTL: f.leaseTTL, Logger: a.logger}
+	return r, func() { st.Close() }, nil
+}
+
+// parseWhen reads a DATE (YYYY-MM-DD, midnight in loc) or an RFC 3339
+// time; date tells which it was.
+func parseWhen(s string, loc *time.Location) (t time.Time, date bool, err error) {
+	if t, err := time.ParseInLocation(time.DateOnly, s, loc); err == nil {
+		return t, true, nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, false, nil
+	}
+	return time.Time{}, false, fmt.Errorf("%q: want a date (2024-05-01) or an RFC 3339 time (2024-05-01T02:00:00Z)", s)
+}
+
+// reportRuns prints outcomes, one line each, and sets the --json summary.
+func (a *app) reportRuns(command string, job *scheduler.Job, outs []scheduler.Outcome) {
+	runs := []map[string]any{}
+	counts := map[string]int{}
+	tw := tabwriter.NewWriter(a.stdout, 2, 4, 2, ' ', 0)
+	for _, o := range outs {
+		rec := o.Record
+		state := string(rec.Status)
+		switch {
+		case !o.Ran && rec.Status == scheduler.StatusRunning:
+			state = "running elsewhere (" + rec.Instance + ")"
+			counts["elsewhere"]++
+		case !o.Ran:
+			state = "already " + state
+			counts["already_done"]++
+		default:
+			counts[string(rec.Status)]++
+		}
+		if !a.jsonOut {
+			line := fmt.Sprintf("%s\t%s\t%s\tattempt %d", textName(rec.Job), rec.Start.Format(time.RFC3339), state, rec.Attempt)
+			if rec.Error != "" && o.Ran {
+				line += "\t" + textName(rec.Error)
+			}
+			fmt.Fprintln(tw, line)
+		}
+		runs = append(runs, runJSON(rec, o.Ran))
+	}
+	tw.Flush()
+	a.summary(map[string]any{"command": command, "job": job.Name, "runs": runs, "ran": len(outs) - counts["already_done"] - counts["elsewhere"],
+		"succeeded": counts[string(scheduler.StatusSucceeded)], "failed": counts[string(scheduler.StatusFailed)] + counts[string(scheduler.StatusUpstreamFailed)] + counts[string(scheduler.StatusCancelled)],
+		"already_done": counts["already_done"], "running_elsewhere": counts["elsewhere"]})
+}
+
+func runJSON(rec scheduler.Record, ran bool) map[string]any {
+	m := map[string]any{"id": rec.ID, "job": rec.Job, "interval": rec.Interval, "interval_start": rec.Start, "interval_end": rec.End,
+		"attempt": rec.Attempt, "instance": rec.Instance, "status": rec.Status, "started": rec.Started, "trigger": rec.Trigger}
+	if !rec.Ended.IsZero() {
+		m["ended"] = rec.Ended
+		m["seconds"] = rec.Ended.Sub(rec.Started).Seconds()
+	}
+	if rec.Error != "" {
+		m["error"] = rec.Error
+	}
+	if rec.Summary != nil {
+		m["summary"] = rec.Summary
+	}
+	if ran {
+		m["ran"] = true
+	}
+	return m
+}
+
+func (a *app) runCommand() *cobra.Command {
+	var f runnerFlags
+	var at string
+	cmd := &cobra.Command{
+		Use:   "run --config pipeline.yaml JOB [--at TIME]",
+		Short: "Run one interval of a job, then the jobs after it",
+		Long: `Run one data interval of JOB: the last one complete now, or with --at a
+DATE the interval starting that day (in the job's zone), or with --at a TIME
+the last one complete at that time. The run claims the interval in the
+lake's run history (<lake>/_sluice/runs/JOB/INTERVAL) with a create-only
+write, so a cron or Kubernetes CronJob that fires twice runs it once; an
+interval already done is left alone unless --rerun. Then the jobs after JOB
+(after: in the file) run for the same interval, unless --only.
+
+Exit 1 when a run failed; its record holds the error.`,
+		Example: `  sluice run --config pipeline.yaml ingest-events
+  sluice run --config pipeline.yaml rollup-lists --at 2024-05-01 --rerun --json`,
+		Args: exactArgs(1, "JOB"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r, closeLake, err := a.runner(cmd, &f)
+			if err != nil {
+				return err
+			}
+			defer closeLake()
+			job, err := r.Pipeline.Job(args[0])
+			if err != nil {
+				return usageError{cmd: "run", err: err}
+			}
+			iv := job.Schedule.Latest(time.Now())
+			if at != "" {
+				t, date, err := parseWhen(at, job.Schedule.Location())
+				if err != nil {
+					return usageError{cmd: "run", err: fmt.Errorf("--at %w", err)}
+				}
+				iv = job.Schedule.Latest(t)
+				if date {
+					ivs := job.Schedule.Intervals(t, t.AddDate(0, 0, 1))
+					if len(ivs) == 0 {
+						return fmt.Errorf("run %s: no interval of its schedule starts on %s", job.Name, at)
+					}
+					iv = ivs[0]
+				}
+			}
+			outs, runErr := r.Run(cmd.Context(), job, iv, scheduler.RunOptions{Rerun: f.rerun, Only: f.only, Trigger: "run"})
+			a.reportRuns("run", job, outs)
+			return runErr
+		},
+	}
+	f.add(cmd, true)
+	cmd.Flags().StringVar(&at, "at", "", "the interval starting on this DATE, or the last one complete at this TIME (default: now)")
+	cmd.Flags().BoolVar(&f.rerun, "rerun", false, "run the interval even if it already succeeded")
+	return cmd
+}
+
+func (a *app) backfillCommand() *cobra.Command {
+	var f runnerFlags
+	var from, to string
+	var parallel int
+	cmd := &cobra.Command{
+		Use:   "backfill --config pipeline.yaml JOB --from DATE --to DATE [--rerun] [--parallel N]",
+		Short: "Run every interval of a job in a range, once",
+		Long: `Run every data interval of JOB that starts from --from through --to
+(inclusive days in the job's zone, or RFC 3339 times), oldest first, each
+followed by the jobs after JOB for the same interval (unless --only). Each
+interval is claimed as 'sluice run' claims it: one already done is left
+alone, so a second backfill of the same range does nothing; --rerun does it
+again. --parallel N runs up to N intervals at once, where the job's
+parallel: in the file allows that many.`,
+		Example: `  sluice backfill --config pipeline.yaml rollup-lists --from 2024-05-01 --to 2024-05-30`,
+		Args:    exactArgs(1, "JOB"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := countsAtLeastOne(cmd, "parallel"); err != nil {
+				return err
+			}
+			if from == "" || to == "" {
+				return usageError{cmd: "backfill", err: errors.New("backfill: --from and --to are required")}
+			}
+			r, closeLake, err := a.runner(cmd, &f)
+			if err != nil {
+				return err
+			}
+			defer closeLake()
+			job, err := r.Pipeline.Job(args[0])
+			if err != nil {
+				return usageError{cmd: "backfill", err: err}
+			}
+			if parallel > job.Parallel {
+				return usageError{cmd: "backfill", err: fmt.Errorf("backfill: --parallel %d: job %s allows %d (its parallel: in %s)", parallel, job.Name, job.Parallel, r.Pipeline.File)}
+			}
+			loc := job.Schedule.Location()
+			start, _, err := parseWhen(from, loc)
+			if err != nil {
+				return usageError{cmd: "backfill", err: fmt.Errorf("--from %w", err)}
+			}
+			end, date, err := parseWhen(to, loc)
+			if err != nil {
+				return usageError{cmd: "backfill", err: fmt.Errorf("--to %w", err)}
+			}
+			if date {
+				end = end.AddDate(0, 0, 1)
+			} else {
+				end = end.Add(time.Nanosecond)
+			}
+			if !end.After(start) {
+				return usageError{cmd: "backfill", err: fmt.Errorf("backfill: --to %s is before --from %s", to, from)}
+			}
+			outs, runErr := r.Backfill(cmd.Context(), job, start, end, parallel, scheduler.RunOptions{Rerun: f.rerun, Only: f.only, Trigger: "backfill"})
+			a.reportRuns("backfill", job, outs)
+			if runErr != nil {
+				return fmt.Errorf("backfill %s: %w", job.Name, runErr)
+			}
+			return nil
+		},
+	}
+	f.add(cmd, true)
+	cmd.Flags().StringVar(&from, "from", "", "first day (or time) whose interval runs (required)")
+	cmd.Flags().StringVar(&to, "to", "", "last day (or time), inclusive (required)")
+	cmd.Flags().BoolVar(&f.rerun, "rerun", false, "run intervals that already succeeded again")
+	cmd.Flags().IntVar(&parallel, "parallel", 1, "intervals run at once, >= 1 (at most the job's parallel:)")
+	return cmd
+}
+
+func (a *app) runsCommand() *cobra.Command {
+	var f runnerFlags
+	var job, status string
+	cmd := &cobra.Command{
+		Use:   "runs --config pipeline.yaml [--job JOB] [--status STATUS]",
+		Short: "List the run history kept in the lake",
+		Long: `List the run records under <lake>/_sluice/runs/: for each job and
+interval its status (running, succeeded, failed, cancelled, upstream_failed,
+skipped), attempt, instance, start, end, error and the job's summary (with
+--json). Sorted by job, then interval.`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			r, closeLake, err := a.runner(cmd, &f)
+			if err != nil {
+				return err
+			}
+			defer closeLake()
+			if job != "" {
+				if _, err := r.Pipeline.Job(job); err != nil {
+					return usageError{cmd: "runs", err: err}
+				}
+			}
+			recs, err := r.History.List(cmd.Context(), job)
+			if err != nil {
+				return err
+			}
+			runs := []map[string]any{}
+			tw := tabwriter.NewWriter(a.stdout, 2, 4, 2, ' ', 0)
+			if !a.jsonOut {
+				fmt.Fprintln(tw, "JOB\tINTERVAL\tSTATUS\tATTEMPT\tINSTANCE\tSTARTED\tSECONDS\tERROR")
+			}
+			for _, rec := range recs {
+				if status != "" && string(rec.Status) != status {
+					continue
+				}
+				runs = append(runs, runJSON(rec, false))
+				if a.jsonOut {
+					continue
+				}
+				secs := "-"
+				if !rec.Ended.IsZero() {
+					secs = fmt.Sprintf("%.1f", rec.Ended.Sub(rec.Started).Seconds())
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", textName(rec.Job), rec.Start.Format(time.RFC3339), rec.Status,
+					rec.Attempt, textName(rec.Instance), rec.Started.UTC().Format(time.RFC3339), secs, textName(rec.Error))
+			}
+			tw.Flush()
+			return a.summary(map[string]any{"command": "runs", "runs": runs})
+		},
+	}
+	f.add(cmd, false)
+	cmd.Flags().StringVar(&job, "job", "", "only this job's runs")
+	cmd.Flags().StringVar(&status, "status", "", "only runs with this status")
+	return cmd
+}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sluice-data/sluice/internal/testenv"
+)
+
+// kill -9 of `sluice run` mid-ingest: its claim stays, so a second run
+// inside the lease TTL finds the interval running elsewhere and does
+// nothing; once the lease expired, a run takes the interval over
+// (attempt 2) and the table holds every landing record exactly once.
+func TestRunKilledMidRunIsTakenOverAfterTTL(t *testing.T) {
+	dir := t.TempDir()
+	events, land := filepath.Join(dir, "lake", "events"), filepath.Join(dir, "landing")
+	initEvents(t, events)
+	const files, per = 40, 20000
+	for i := range files {
+		writeEvents(t, land, fmt.Sprintf("part-%03d.jsonl", i), i*per, per)
+	}
+	config := filepath.Join(dir, "pipeline.yaml")
+	os.WriteFile(config, []byte(`lake: lake
+tables:
+  events: {location: lake/events}
+jobs:
+  load:
+    schedule: "CRON_TZ=UTC @daily"
+    ingest: {table: events, from: landing, format: jsonl}
+`), 0o644)
+	args := []string{"run", "--config", config, "load", "--at", "2024-01-01", "--lease-ttl", "3s", "--json"}
+	cmd := exec.Command(sluiceBin, args...)
+	cmd.Env = append(os.Environ(), testenv.Env()...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	claim := filepath.Join(dir, "lake", "_sluice", "runs", "load", "20240101T000000Z")
+	for {
+		if _, err := os.Stat(claim); err == nil {
+			break
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("sluice run ended before its claim appeared: %v", err)
+		case <-time.After(5 * time.Millisecond): // polling, not a timed assertion
+		}
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	<-exited
+	var rec map[string]any
+	data, _ := os.ReadFile(claim)
+	if err := json.Unmarshal(data, &rec); err != nil || rec["status"] != "running" {
+		t.Fatalf("the killed run's record: %s (%v); want it running", data, err)
+	}
+
+	again := summaryOf(t, sluice(t, nil, args...))
+	if again["ran"] != float64(0) || again["running_elsewhere"] != float64(1) {
+		t.Fatalf("a run within the TTL: %v; want it to find the interval running elsewhere", again)
+	}
+	// Wait out the lease: each try inside it runs nothing.
+	var took map[string]any
+	for {
+		took = summaryOf(t, sluice(t, nil, args...))
+		if took["ran"] == float64(1) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond) // polling, not a timed assertion
+	}
+	run := took["runs"].([]any)[0].(map[string]any)
+	if run["status"] != "succeeded" || run["attempt"] != float64(2) {
+		t.Fatalf("takeover: %v; want attempt 2 succeeded", run)
+	}
+	got := tableRead(t, events)
+	if got.Rows != files*per {
+		t.Fatalf("table has %d rows, want %d: each landing record exactly once", got.Rows, files*per)
+	}
+}

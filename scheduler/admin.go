@@ -1,0 +1,122 @@
+package scheduler
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Admin is serve's HTTP API: health, Prometheus metrics, runs and jobs
+// to read; a run to start and a run to cancel, which need the token.
+type Admin struct {
+	Server *Server
+	// Token, when not empty, must come as "Authorization: Bearer TOKEN"
+	// on every mutating call; it is compared in constant time. The
+	// command refuses a non-loopback address without one.
+	Token    string
+	Registry *prometheus.Registry
+}
+
+// Handler returns the API's routes.
+func (a *Admin) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
+	if a.Registry != nil {
+		mux.Handle("GET /metrics", promhttp.HandlerFor(a.Registry, promhttp.HandlerOpts{}))
+	}
+	mux.HandleFunc("GET /api/runs", a.runs)
+	mux.HandleFunc("GET /api/jobs", a.jobs)
+	mux.HandleFunc("POST /api/jobs/{job}/run", a.mutating(a.runJob))
+	mux.HandleFunc("POST /api/runs/{id}/cancel", a.mutating(a.cancel))
+	return mux
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func (a *Admin) mutating(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if a.Token != "" {
+			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(a.Token)) != 1 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="sluice"`)
+				writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "this call needs the token: Authorization: Bearer TOKEN"})
+				return
+			}
+		}
+		h(w, r)
+	}
+}
+
+func (a *Admin) runs(w http.ResponseWriter, r *http.Request) {
+	job, status := r.URL.Query().Get("job"), r.URL.Query().Get("status")
+	recs, err := a.Server.Runner.History.List(r.Context(), job)
+	if err != nil {
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
+		return
+	}
+	out := []Record{}
+	for _, rec := range recs {
+		if status == "" || string(rec.Status) == status {
+			out = append(out, rec)
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"runs": out, "running_here": orNone(a.Server.Runner.Running())})
+}
+
+func orNone(r []Record) []Record {
+	if r == nil {
+		return []Record{}
+	}
+	return r
+}
+
+func (a *Admin) jobs(w http.ResponseWriter, _ *http.Request) {
+	p := a.Server.Runner.Pipeline
+	now := a.Server.Runner.clock().Now()
+	out := []map[string]any{}
+	for _, name := range p.Order {
+		j := p.Jobs[name]
+		after := j.After
+		if after == nil {
+			after = []string{}
+		}
+		out = append(out, map[string]any{"job": name, "kind": j.Kind, "schedule": j.Spec, "after": after,
+			"next_tick": j.Schedule.Next(now).Format(time.RFC3339), "overlap": j.Overlap, "catchup": j.Catchup})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"jobs": out})
+}
+
+// runJob starts the job's latest complete interval (?rerun=true: even if
+// it succeeded) and answers at once; /api/runs shows how it went.
+func (a *Admin) runJob(w http.ResponseWriter, r *http.Request) {
+	job, err := a.Server.Runner.Pipeline.Job(r.PathValue("job"))
+	if err != nil {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
+		return
+	}
+	if a.Server.stopping() {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "shutting down"})
+		return
+	}
+	iv := job.Schedule.Latest(a.Server.Runner.clock().Now())
+	a.Server.dispatch(job, dispatch{iv: iv, trigger: "api", rerun: r.URL.Query().Get("rerun") == "true"})
+	writeJSON(w, http.StatusAccepted, map[string]any{"job": job.Name, "interval": iv.Key(), "interval_start": iv.Start, "interval_end": iv.End})
+}
+
+func (a *Admin) cancel(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !a.Server.Runner.Cancel(id) {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no run " + id + " is running on this instance"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"cancelled": id})
+}

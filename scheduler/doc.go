@@ -1,0 +1,33 @@
+// Package scheduler runs a lake's jobs from a pipeline file: it parses and
+// validates the file (tables, jobs, triggers, dependencies), turns each
+// job's cron schedule into data intervals (previous tick to this tick, with
+// sluice's own daylight-saving rules on top of robfig/cron's parser), and
+// runs intervals exactly once per lake by claiming them with a create-only
+// write under <lake>/_sluice/runs/ and holding a lease renewed by
+// heartbeat. The run records there are the history.
+//
+// It imports only cloud. It never imports ingest, compact, rollup or
+// warehouse: a job runs through the Kind interface, which the command
+// wires to those packages, so a new kind plugs in without touching the
+// scheduler. All waiting goes through a Clock, so tests drive time.
+//
+// The pipeline file's keys, beyond docs/contract.md's example:
+//
+//	lake: LOCATION        # where _sluice/runs/ lives (default: the tables' common parent)
+//	tables:
+//	  NAME: {location, schema, partition_by, target_file_size}
+//	jobs:
+//	  NAME:
+//	    schedule: SPEC    # robfig/cron: 5 fields, or 6 with seconds first; @daily, @every 5m; CRON_TZ=Zone prefix
+//	    after: [JOB]      # same intervals as JOB (the schedule is inherited when not given)
+//	    retries: {max: N, backoff: 30s, max_backoff: 10m}
+//	    timeout: 30m
+//	    overlap: skip | queue
+//	    catchup: N        # missed intervals run after downtime (default 1)
+//	    parallel: N       # intervals a backfill may run at once (default 1)
+//	    KIND: {OPTIONS}   # exactly one kind; options are its command's flags in snake_case
+//
+// Values may hold ${NAME}, expanded from the environment and never
+// printed. Relative local locations are relative to the file's folder.
+// Job names become key segments of the run records.
+package scheduler

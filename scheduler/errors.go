@@ -1,0 +1,73 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinel errors, tested with errors.Is.
+var (
+	// ErrInvalid: the pipeline file is malformed; the error is an
+	// ErrorList naming each problem's file, line, column and key.
+	ErrInvalid = errors.New("invalid pipeline")
+	// ErrUnknownJob: a job name that the pipeline file does not define.
+	ErrUnknownJob = errors.New("unknown job")
+	// ErrLeaseLost: another instance took the run's interval over (our
+	// lease expired before a heartbeat renewed it); the run stops.
+	ErrLeaseLost = errors.New("lease lost")
+	// ErrTimeout: the job ran past its timeout; its context was cancelled.
+	ErrTimeout = errors.New("timed out")
+	// ErrCancelled: the run was cancelled (the admin API, or shutdown).
+	ErrCancelled = errors.New("cancelled")
+	// ErrUpstreamPending: a job's upstream has not finished the interval.
+	ErrUpstreamPending = errors.New("upstream has not finished the interval")
+)
+
+// Pos is a place in a pipeline file.
+type Pos struct {
+	File         string
+	Line, Column int
+}
+
+func (p Pos) String() string { return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Column) }
+
+// Error is one problem in a pipeline file: where, which key, and why.
+// Its text never holds a value that came from the environment.
+type Error struct {
+	Pos Pos
+	// Key is the dotted path of the key at fault (jobs.rollup.timeout).
+	Key string
+	Msg string
+}
+
+func (e *Error) Error() string {
+	if e.Key == "" {
+		return fmt.Sprintf("%s: %s", e.Pos, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s: %s", e.Pos, e.Key, e.Msg)
+}
+
+// ErrorList is every problem found in a pipeline file, in file order. It
+// matches ErrInvalid under errors.Is.
+type ErrorList []*Error
+
+func (l ErrorList) Error() string {
+	lines := make([]string, len(l))
+	for i, e := range l {
+		lines[i] = e.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Is makes errors.Is(l, ErrInvalid) hold.
+func (l ErrorList) Is(target error) bool { return target == ErrInvalid }
+
+// OptionError is what a Kind's Check returns for one bad option: the
+// parser adds the option's position.
+type OptionError struct {
+	Key string
+	Msg string
+}
+
+func (e *OptionError) Error() string { return fmt.Sprintf("%s: %s", e.Key, e.Msg) }

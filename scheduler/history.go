@@ -1,0 +1,232 @@
+package scheduler
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sluice-data/sluice/cloud"
+)
+
+// Status is a run's state in its record.
+type Status string
+
+// The run statuses. Running holds a lease; the others are final, and all
+// but Succeeded leave the interval to be claimed again.
+const (
+	StatusRunning        Status = "running"
+	StatusSucceeded      Status = "succeeded"
+	StatusFailed         Status = "failed"
+	StatusCancelled      Status = "cancelled"
+	StatusUpstreamFailed Status = "upstream_failed"
+	StatusSkipped        Status = "skipped"
+)
+
+// RunsPrefix is where run records live under the lake.
+const RunsPrefix = "_sluice/runs/"
+
+// Record is one interval's run record, at <lake>/_sluice/runs/<job>/<interval>.
+// The create-only write of it is the run's claim; its lease is renewed by
+// heartbeat while the run runs.
+type Record struct {
+	Job      string `json:"job"`
+	Interval string `json:"interval"`
+	// Start and End are the data interval, [Start, End).
+	Start time.Time `json:"interval_start"`
+	End   time.Time `json:"interval_end"`
+	// ID identifies the latest attempt (the admin API cancels by it).
+	ID       string    `json:"id"`
+	Attempt  int       `json:"attempt"`
+	Instance string    `json:"instance"`
+	Status   Status    `json:"status"`
+	Error    string    `json:"error,omitempty"`
+	Trigger  string    `json:"trigger,omitempty"`
+	Started  time.Time `json:"started"`
+	Ended    time.Time `json:"ended,omitzero"`
+	// LeaseUntil is when another instance may take a running interval over.
+	LeaseUntil time.Time      `json:"lease_until,omitzero"`
+	Summary    map[string]any `json:"summary,omitempty"`
+}
+
+func recordKey(job, interval string) string { return RunsPrefix + job + "/" + interval }
+
+// History reads and writes run records in a lake's store.
+type History struct {
+	Store cloud.Store
+}
+
+// Get returns the record of job's interval and its ETag; ErrNotFound
+// (cloud's) when the interval never ran.
+func (h *History) Get(ctx context.Context, job, interval string) (Record, string, error) {
+	rc, info, err := h.Store.Get(ctx, recordKey(job, interval))
+	if err != nil {
+		return Record{}, "", fmt.Errorf("read run record %s/%s: %w", job, interval, err)
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(rc)
+	if err != nil {
+		return Record{}, "", fmt.Errorf("read run record %s/%s: %w", job, interval, err)
+	}
+	var r Record
+	if err := json.Unmarshal(data, &r); err != nil {
+		return Record{}, "", fmt.Errorf("read run record %s/%s: %w", job, interval, err)
+	}
+	return r, info.ETag, nil
+}
+
+// List returns the records of job (every job when empty), by job then
+// interval.
+func (h *History) List(ctx context.Context, job string) ([]Record, error) {
+	prefix := RunsPrefix
+	if job != "" {
+		prefix += job + "/"
+	}
+	var keys []string
+	if err := h.Store.List(ctx, prefix, func(o cloud.ObjectInfo) error {
+		keys = append(keys, o.Key)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("list run records: %w", err)
+	}
+	var out []Record
+	for _, k := range keys {
+		j, iv, ok := strings.Cut(strings.TrimPrefix(k, RunsPrefix), "/")
+		if !ok || strings.Contains(iv, "/") {
+			continue
+		}
+		r, _, err := h.Get(ctx, j, iv)
+		if errors.Is(err, cloud.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b Record) int {
+		if c := strings.Compare(a.Job, b.Job); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Interval, b.Interval)
+	})
+	return out, nil
+}
+
+func (h *History) put(ctx context.Context, r Record, opts cloud.PutOptions) (string, error) {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return "", fmt.Errorf("encode run record: %w", err)
+	}
+	info, err := h.Store.Put(ctx, recordKey(r.Job, r.Interval), bytes.NewReader(data), int64(len(data)), opts)
+	if err != nil {
+		return "", fmt.Errorf("write run record %s/%s: %w", r.Job, r.Interval, err)
+	}
+	return info.ETag, nil
+}
+
+// claimable tells whether an interval with record r may be claimed now.
+func claimable(r Record, now time.Time, rerun bool) bool {
+	switch r.Status {
+	case StatusRunning:
+		return now.After(r.LeaseUntil)
+	case StatusSucceeded:
+		return rerun
+	}
+	return true
+}
+
+// claim is a held run record: every write is a compare-and-swap on the
+// ETag of the last one, so a takeover by another instance shows as
+// ErrLeaseLost instead of two writers.
+type claim struct {
+	h    *History
+	mu   sync.Mutex
+	rec  Record
+	etag string
+	lost bool
+}
+
+// Claim writes rec (status running) as the interval's record: create-only
+// when there is none, else a compare-and-swap over a record that may be
+// claimed (a final status other than succeeded, succeeded with rerun, or
+// a running one whose lease expired). It returns nil and the existing
+// record when another run has the interval or it is done.
+func (h *History) claim(ctx context.Context, rec Record, now time.Time, rerun bool) (*claim, *Record, error) {
+	// Most claims are of a new interval: try the create first, and read
+	// only when the record exists.
+	if rec.Attempt == 0 {
+		rec.Attempt = 1
+	}
+	etag, err := h.put(ctx, rec, cloud.PutOptions{IfAbsent: true})
+	if err == nil {
+		return &claim{h: h, rec: rec, etag: etag}, nil, nil
+	}
+	if !errors.Is(err, cloud.ErrPreconditionFailed) {
+		return nil, nil, err
+	}
+	for range 3 {
+		old, etag, err := h.Get(ctx, rec.Job, rec.Interval)
+		opts := cloud.PutOptions{IfAbsent: true}
+		switch {
+		case errors.Is(err, cloud.ErrNotFound):
+		case err != nil:
+			return nil, nil, err
+		case !claimable(old, now, rerun):
+			return nil, &old, nil
+		default:
+			opts = cloud.PutOptions{IfMatch: etag}
+			rec.Attempt = old.Attempt + 1
+		}
+		if rec.Attempt == 0 {
+			rec.Attempt = 1
+		}
+		newTag, err := h.put(ctx, rec, opts)
+		if errors.Is(err, cloud.ErrPreconditionFailed) {
+			continue // another instance wrote first: look again
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		return &claim{h: h, rec: rec, etag: newTag}, nil, nil
+	}
+	old, _, err := h.Get(ctx, rec.Job, rec.Interval)
+	if err != nil {
+		return nil, nil, err
+	}
+	return nil, &old, nil
+}
+
+// update changes the held record with f and writes it back, failing with
+// ErrLeaseLost when another instance took it over.
+func (c *claim) update(ctx context.Context, f func(*Record)) (Record, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.lost {
+		return c.rec, ErrLeaseLost
+	}
+	next := c.rec
+	f(&next)
+	etag, err := c.h.put(ctx, next, cloud.PutOptions{IfMatch: c.etag})
+	if errors.Is(err, cloud.ErrPreconditionFailed) {
+		c.lost = true
+		return c.rec, fmt.Errorf("run %s/%s: %w", c.rec.Job, c.rec.Interval, ErrLeaseLost)
+	}
+	if err != nil {
+		return c.rec, err
+	}
+	c.rec, c.etag = next, etag
+	return next, nil
+}
+
+func (c *claim) record() Record {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rec
+}

@@ -1,0 +1,53 @@
+package scheduler
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the scheduler's Prometheus metrics, fed by the runner's
+// final records.
+type Metrics struct {
+	runs        *prometheus.CounterVec
+	duration    *prometheus.HistogramVec
+	rows, bytes *prometheus.CounterVec
+	lastSuccess *prometheus.GaugeVec
+}
+
+// NewMetrics registers the metrics on reg (none when reg is nil).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_scheduler_runs_total",
+			Help: "Runs finished, by job and final status."}, []string{"job", "status"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "sluice_scheduler_run_duration_seconds",
+			Help: "How long runs took, first attempt to final status.", Buckets: prometheus.ExponentialBuckets(0.05, 4, 10)}, []string{"job"}),
+		rows: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_scheduler_rows_written_total",
+			Help: "Rows written by succeeded runs, from the job's summary."}, []string{"job"}),
+		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_scheduler_bytes_written_total",
+			Help: "Bytes written by succeeded runs, from the job's summary."}, []string{"job"}),
+		lastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sluice_scheduler_last_success_timestamp_seconds",
+			Help: "When each job's last run succeeded (Unix seconds)."}, []string{"job"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.runs, m.duration, m.rows, m.bytes, m.lastSuccess)
+	}
+	return m
+}
+
+// Observe counts one final run record.
+func (m *Metrics) Observe(rec Record) {
+	m.runs.WithLabelValues(rec.Job, string(rec.Status)).Inc()
+	if rec.Status == StatusSkipped || rec.Status == StatusUpstreamFailed {
+		return
+	}
+	m.duration.WithLabelValues(rec.Job).Observe(rec.Ended.Sub(rec.Started).Seconds())
+	if rec.Status != StatusSucceeded {
+		return
+	}
+	m.lastSuccess.WithLabelValues(rec.Job).Set(float64(rec.Ended.UnixNano()) / 1e9)
+	if n, ok := rec.Summary["rows_written"].(float64); ok {
+		m.rows.WithLabelValues(rec.Job).Add(n)
+	}
+	if n, ok := rec.Summary["bytes_out"].(float64); ok {
+		m.bytes.WithLabelValues(rec.Job).Add(n)
+	}
+}

@@ -1,0 +1,351 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/sluice-data/sluice/cloud"
+)
+
+type runIDKey struct{}
+
+// RunID returns the ID of the run whose job ctx belongs to ("" outside
+// one): a kind records it as the writer of what it commits.
+func RunID(ctx context.Context) string {
+	id, _ := ctx.Value(runIDKey{}).(string)
+	return id
+}
+
+// DefaultLeaseTTL is how long a run's claim holds without a heartbeat.
+const DefaultLeaseTTL = time.Minute
+
+// Runner runs intervals of a pipeline's jobs, each exactly once per lake.
+type Runner struct {
+	Pipeline *Pipeline
+	Kinds    map[string]Kind
+	// History is the lake's run records.
+	History *History
+	// Clock: RealClock when nil.
+	Clock Clock
+	// Instance names this process in the records (host and pid, say).
+	Instance string
+	// LeaseTTL: DefaultLeaseTTL when zero. A heartbeat renews the lease
+	// every third of it.
+	LeaseTTL time.Duration
+	// Logger: none when nil.
+	Logger *slog.Logger
+	// Jitter returns a number in [0, 1) for retry backoff; math/rand's
+	// when nil.
+	Jitter func() float64
+	// OnFinish, when set, is called with every final record this runner
+	// writes (metrics hang here).
+	OnFinish func(Record)
+
+	mu      sync.Mutex
+	running map[string]*active // by record ID
+}
+
+type active struct {
+	rec    Record
+	cancel context.CancelCauseFunc
+}
+
+// RunOptions says how to run an interval.
+type RunOptions struct {
+	// Rerun runs an interval that already succeeded.
+	Rerun bool
+	// Only runs the job alone; otherwise the jobs after it follow, for
+	// the same interval, once their upstreams succeeded.
+	Only bool
+	// Trigger is recorded: schedule, run, backfill, api, catchup.
+	Trigger string
+}
+
+// Outcome is what RunInterval did with one job's interval.
+type Outcome struct {
+	Record Record
+	// Ran says this runner ran it (or recorded it upstream_failed); when
+	// false, Record is the interval's existing record: done, or running
+	// elsewhere.
+	Ran bool
+}
+
+func (r *Runner) clock() Clock {
+	if r.Clock == nil {
+		return RealClock{}
+	}
+	return r.Clock
+}
+
+func (r *Runner) ttl() time.Duration {
+	if r.LeaseTTL <= 0 {
+		return DefaultLeaseTTL
+	}
+	return r.LeaseTTL
+}
+
+func (r *Runner) log() *slog.Logger {
+	if r.Logger == nil {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return r.Logger
+}
+
+// Running returns the records of the runs this runner has going.
+func (r *Runner) Running() []Record {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []Record
+	for _, a := range r.running {
+		out = append(out, a.rec)
+	}
+	return out
+}
+
+// Cancel cancels the running run with this ID; it reports whether one was.
+func (r *Runner) Cancel(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	a, ok := r.running[id]
+	if ok {
+		a.cancel(ErrCancelled)
+	}
+	return ok
+}
+
+// Run runs job's interval iv and, unless o.Only, the jobs after it. It
+// returns one Outcome per job it looked at. The error is the first run
+// that did not succeed (or could not be claimed for a reason other than
+// being done or running elsewhere).
+func (r *Runner) Run(ctx context.Context, job *Job, iv Interval, o RunOptions) ([]Outcome, error) {
+	out, err := r.RunInterval(ctx, job, iv, o)
+	if err != nil && !out.Ran {
+		return nil, err
+	}
+	outs := []Outcome{out}
+	if o.Only || out.Record.Status != StatusSucceeded && out.Record.Status != StatusFailed &&
+		out.Record.Status != StatusUpstreamFailed && out.Record.Status != StatusCancelled {
+		return outs, err
+	}
+	for _, d := range r.Pipeline.Downstream(job.Name) {
+		more, derr := r.Run(ctx, d, iv, o)
+		if errors.Is(derr, ErrUpstreamPending) {
+			continue // another upstream still runs; its own cascade runs d
+		}
+		outs = append(outs, more...)
+		if err == nil {
+			err = derr
+		}
+	}
+	return outs, err
+}
+
+// upstream returns the first upstream of job whose run of iv failed,
+// or ErrUpstreamPending when one has not finished.
+func (r *Runner) upstream(ctx context.Context, job *Job, iv Interval) (failed string, err error) {
+	for _, up := range job.After {
+		rec, _, err := r.History.Get(ctx, up, iv.Key())
+		switch {
+		case errors.Is(err, cloud.ErrNotFound):
+			return "", fmt.Errorf("%s after %s, interval %s: %w", job.Name, up, iv, ErrUpstreamPending)
+		case err != nil:
+			return "", err
+		case rec.Status == StatusRunning:
+			return "", fmt.Errorf("%s after %s, interval %s: %w", job.Name, up, iv, ErrUpstreamPending)
+		case rec.Status != StatusSucceeded:
+			return fmt.Sprintf("upstream %s: %s", up, rec.Status), nil
+		}
+	}
+	return "", nil
+}
+
+// RunInterval claims job's interval iv and runs it, with retries, a
+// timeout and a heartbeat on the claim's lease. A run that is done or
+// running elsewhere is left alone (Outcome.Ran false, no error).
+func (r *Runner) RunInterval(ctx context.Context, job *Job, iv Interval, o RunOptions) (Outcome, error) {
+	failedUp, err := r.upstream(ctx, job, iv)
+	if err != nil {
+		return Outcome{}, err
+	}
+	now := r.clock().Now()
+	rec := Record{Job: job.Name, Interval: iv.Key(), Start: iv.Start, End: iv.End, ID: uuid.NewString(),
+		Instance: r.Instance, Status: StatusRunning, Trigger: o.Trigger, Started: now, LeaseUntil: now.Add(r.ttl())}
+	c, existing, err := r.History.claim(ctx, rec, now, o.Rerun)
+	if err != nil {
+		return Outcome{}, err
+	}
+	if c == nil {
+		return Outcome{Record: *existing}, nil
+	}
+	log := r.log().With("job", job.Name, "run", rec.ID, "interval", iv.String())
+	if failedUp != "" {
+		final, err := c.update(ctx, func(x *Record) {
+			x.Status, x.Error, x.Ended, x.LeaseUntil = StatusUpstreamFailed, failedUp, r.clock().Now(), time.Time{}
+		})
+		log.Warn("upstream failed", "error", failedUp)
+		r.finished(final)
+		return Outcome{Record: final, Ran: true}, errors.Join(err, fmt.Errorf("%s %s: %s", job.Name, iv, failedUp))
+	}
+	runCtx, cancel := context.WithCancelCause(context.WithValue(ctx, runIDKey{}, rec.ID))
+	defer cancel(nil)
+	r.track(c.record(), cancel, true)
+	defer r.track(rec, nil, false)
+	stopBeat := r.heartbeat(runCtx, c, cancel)
+	summary, status, runErr := r.attempts(runCtx, c, job, iv, log)
+	stopBeat()
+	if errors.Is(context.Cause(runCtx), ErrLeaseLost) {
+		log.Error("lease lost; another instance runs the interval")
+		return Outcome{Record: c.record(), Ran: true}, fmt.Errorf("%s %s: %w", job.Name, iv, ErrLeaseLost)
+	}
+	// The final write outlives a cancelled run: its record says so.
+	final, err := c.update(context.WithoutCancel(ctx), func(x *Record) {
+		x.Status, x.Summary, x.Ended, x.LeaseUntil = status, summary, r.clock().Now(), time.Time{}
+		x.Error = ""
+		if runErr != nil {
+			x.Error = cloud.OneLine(runErr.Error(), 2000)
+		}
+	})
+	if err != nil {
+		return Outcome{Record: final, Ran: true}, err
+	}
+	log.Info("run finished", "status", status, "attempt", final.Attempt, "seconds", final.Ended.Sub(final.Started).Seconds())
+	r.finished(final)
+	if runErr != nil {
+		return Outcome{Record: final, Ran: true}, fmt.Errorf("%s %s: %w", job.Name, iv, runErr)
+	}
+	return Outcome{Record: final, Ran: true}, nil
+}
+
+func (r *Runner) finished(rec Record) {
+	if r.OnFinish != nil {
+		r.OnFinish(rec)
+	}
+}
+
+func (r *Runner) track(rec Record, cancel context.CancelCauseFunc, on bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.running == nil {
+		r.running = map[string]*active{}
+	}
+	if on {
+		r.running[rec.ID] = &active{rec: rec, cancel: cancel}
+	} else {
+		delete(r.running, rec.ID)
+	}
+}
+
+// attempts runs the job up to 1+Retries.Max times, waiting a capped,
+// jittered exponential backoff between attempts. A cancelled run is not
+// retried.
+func (r *Runner) attempts(ctx context.Context, c *claim, job *Job, iv Interval, log *slog.Logger) (map[string]any, Status, error) {
+	kind := r.Kinds[job.Kind]
+	for n := 0; ; n++ {
+		summary, err := r.attempt(ctx, kind, job, iv)
+		if err == nil {
+			return summary, StatusSucceeded, nil
+		}
+		if cause := context.Cause(ctx); cause != nil {
+			if errors.Is(cause, ErrLeaseLost) {
+				return summary, StatusFailed, cause
+			}
+			return summary, StatusCancelled, fmt.Errorf("%w: %w", ErrCancelled, err)
+		}
+		if n >= job.Retries.Max {
+			return summary, StatusFailed, err
+		}
+		wait := r.backoff(job.Retries, n)
+		log.Warn("attempt failed; retrying", "attempt", c.record().Attempt, "error", err, "wait", wait)
+		if _, uerr := c.update(ctx, func(x *Record) { x.Attempt++; x.Error = cloud.OneLine(err.Error(), 2000) }); uerr != nil {
+			return summary, StatusFailed, uerr
+		}
+		if serr := Sleep(ctx, r.clock(), wait); serr != nil {
+			return summary, StatusCancelled, fmt.Errorf("%w: %w", ErrCancelled, err)
+		}
+	}
+}
+
+// attempt runs the job once under its timeout.
+func (r *Runner) attempt(ctx context.Context, kind Kind, job *Job, iv Interval) (map[string]any, error) {
+	if job.Timeout <= 0 {
+		return kind.Run(ctx, r.Pipeline, job, iv)
+	}
+	actx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := r.clock().AfterFunc(job.Timeout, func() { cancel(ErrTimeout) })
+	defer stop()
+	summary, err := kind.Run(actx, r.Pipeline, job, iv)
+	if err != nil && errors.Is(context.Cause(actx), ErrTimeout) && ctx.Err() == nil {
+		return summary, fmt.Errorf("%w after %s: %w", ErrTimeout, job.Timeout, err)
+	}
+	return summary, err
+}
+
+// backoff is the wait after failed attempt n (0-based): Backoff doubled
+// n times, at most MaxBackoff, then jittered into [d/2, d).
+func (r *Runner) backoff(p Retries, n int) time.Duration {
+	d := p.Backoff
+	for range n {
+		d *= 2
+		if d >= p.MaxBackoff {
+			d = p.MaxBackoff
+			break
+		}
+	}
+	j := rand.Float64
+	if r.Jitter != nil {
+		j = r.Jitter
+	}
+	return d/2 + time.Duration(j()*float64(d/2))
+}
+
+// heartbeat renews c's lease every third of the TTL until stopped; when
+// another instance took the interval over, it cancels the run.
+func (r *Runner) heartbeat(ctx context.Context, c *claim, cancel context.CancelCauseFunc) (stop func()) {
+	ctx, done := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for Sleep(ctx, r.clock(), r.ttl()/3) == nil {
+			until := r.clock().Now().Add(r.ttl())
+			if _, err := c.update(ctx, func(x *Record) { x.LeaseUntil = until }); errors.Is(err, ErrLeaseLost) {
+				cancel(ErrLeaseLost)
+				return
+			}
+		}
+	}()
+	return func() { done(); wg.Wait() }
+}
+
+// Backfill runs every interval of job that starts in [from, to), in
+// order, at most parallel at once, then (unless o.Only) the jobs after
+// it. A done interval is left alone unless o.Rerun.
+func (r *Runner) Backfill(ctx context.Context, job *Job, from, to time.Time, parallel int, o RunOptions) ([]Outcome, error) {
+	ivs := job.Schedule.Intervals(from, to)
+	outs := make([][]Outcome, len(ivs))
+	errs := make([]error, len(ivs))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(parallel, 1))
+	for i, iv := range ivs {
+		g.Go(func() error {
+			outs[i], errs[i] = r.Run(gctx, job, iv, o)
+			return nil
+		})
+	}
+	_ = g.Wait()
+	var all []Outcome
+	for _, o := range outs {
+		all = append(all, o...)
+	}
+	return all, errors.Join(errs...)
+}
