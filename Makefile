@@ -35,18 +35,26 @@ $(TOOLS_STAMP): tools/package.json tools/package-lock.json
 build:
 	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/sluice
 
+# The whole pipeline of testdata/pipelines/demo.yaml on local disk, no
+# server: ingest the sample events (Parquet landing files), compact, roll up
+# daily subscribers per list, publish into a SQLite file, print that table.
+PIPELINE    := testdata/pipelines/demo.yaml
+
 demo: build
 	rm -rf $(LAKE)
 	mkdir -p $(LAKE)
-	cp -R $(SAMPLE) $(LAKE)/events
-	@echo "== sluice import $(LAKE)/events --from $(LAKE)/events   (adopts the 12 sample files in place)"
-	./$(BIN) import $(LAKE)/events --from $(LAKE)/events
+	@echo "== sluice validate --config $(PIPELINE)"
+	SLUICE_LAKE=$(CURDIR)/$(LAKE) ./$(BIN) validate --config $(PIPELINE)
 	@echo
-	@echo "== sluice files $(LAKE)/events"
-	./$(BIN) files $(LAKE)/events
+	@echo "== sluice run --config $(PIPELINE) ingest-events   (then the jobs after it: compact, rollup, publish)"
+	SLUICE_LAKE=$(CURDIR)/$(LAKE) ./$(BIN) run --config $(PIPELINE) ingest-events
 	@echo
 	@echo "== sluice history $(LAKE)/events"
 	./$(BIN) history $(LAKE)/events
+	@echo
+	@echo "== list_daily in $(LAKE)/warehouse.db: subscribers per list per day"
+	$(GO) run ./scripts/sqlprint $(LAKE)/warehouse.db \
+	  "SELECT date || '' AS date, list_id, subscribers FROM list_daily ORDER BY date, list_id"
 
 vet:
 	$(GO) vet ./...
