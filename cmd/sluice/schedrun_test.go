@@ -1,8 +1,11 @@
 package main
 
 import (
+	"database/sql"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 )
@@ -30,6 +33,35 @@ func timeOf(t *testing.T, v any) time.Time {
 	return tm
 }
 
+// sqliteRows reads list_daily of a SQLite warehouse, one "date list_id
+// subscribers" line a row, in order.
+func sqliteRows(t *testing.T, path string) []string {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query("SELECT date || '', list_id, subscribers FROM list_daily ORDER BY date, list_id")
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var day string
+		var list, n int64
+		if err := rows.Scan(&day, &list, &n); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, fmt.Sprintf("%s %d %d", day, list, n))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 // sluice run of the demo's first job runs the whole pipeline for one
 // interval, each job after its upstream finished, and the tables equal
 // the same commands typed by hand; a second run finds the interval done
@@ -42,7 +74,7 @@ func TestRunDemoPipelineEqualsByHand(t *testing.T) {
 		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
 	}
 	runs := runsOf(t, r)
-	want := []string{"ingest-events", "compact-events", "rollup-lists"}
+	want := []string{"ingest-events", "compact-events", "rollup-lists", "publish-lists"}
 	if len(runs) != len(want) {
 		t.Fatalf("%d runs, want %d: %v", len(runs), len(want), runs)
 	}
@@ -72,9 +104,13 @@ func TestRunDemoPipelineEqualsByHand(t *testing.T) {
 			t.Errorf("%s: scheduled %+v, by hand %+v", table, got, want)
 		}
 	}
+	mustSluice(t, "publish", rollup, "--to", "sqlite://"+filepath.Join(hand, "warehouse.db"), "--as", "list_daily")
+	if got, want := sqliteRows(t, filepath.Join(lake, "warehouse.db")), sqliteRows(t, filepath.Join(hand, "warehouse.db")); !slices.Equal(got, want) || len(got) != 20 {
+		t.Errorf("list_daily: scheduled %v, by hand %v (want 20 rows)", got, want)
+	}
 
 	again := summaryOf(t, sluice(t, env, "run", "--config", demoConfig(t), "ingest-events", "--at", runs[0]["interval_end"].(string), "--json"))
-	if again["ran"] != float64(0) || again["already_done"] != float64(3) {
+	if again["ran"] != float64(0) || again["already_done"] != float64(4) {
 		t.Errorf("second run of the interval: %v", again)
 	}
 	hist := sluice(t, env, "runs", "--config", demoConfig(t), "--job", "rollup-lists", "--status", "succeeded", "--json")
