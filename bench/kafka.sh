@@ -5,7 +5,8 @@
 # Usage: bench/kafka.sh [RECORDS] [FILES]   (default 2000000 20)
 #
 # Generates RECORDS JSON lines records in FILES landing files (bench/genjsonl,
-# deterministic) once into bench/.data/jsonl-RECORDS-FILES, shared with
+# deterministic; SHAPE=flat or the default events, see bench/jsonl-data.sh)
+# once into bench/.data/jsonl-SHAPE-RECORDS-FILES, shared with
 # bench/ingest.sh, starts an in-process kfake broker on loopback
 # (bench/kafkabench broker), produces every line as one record onto topic
 # `events` (PARTITIONS partitions, default 12, COMPRESSION batches, default
@@ -128,7 +129,7 @@ for name in floor kafka files half; do
   fi
   [ -f "$DATA/kafka-$name-$best.broker" ] && C[$name]="${C[$name]} +$(cat "$DATA/kafka-$name-$best.broker")"
 done
-printf '\n%s records, %s files, %s partitions, %s batches, %s CPUs, best of %s rounds\n' "$RECORDS" "$FILES" "$PARTITIONS" "$COMPRESSION" "$(nproc)" "$RUNS"
+printf '\n%s %s records, %s files, %s partitions, %s batches, %s CPUs, best of %s rounds\n' "$RECORDS" "$SHAPE" "$FILES" "$PARTITIONS" "$COMPRESSION" "$(nproc)" "$RUNS"
 printf 'sluice build: %s\n' "$SLUICE_BUILD"
 printf '%-14s %9s %12s %8s %12s %14s  %s\n' path seconds records/s MB/s peak_rss_kb cpu_s+broker every_round_s
 for name in floor kafka files half; do
