@@ -3,6 +3,7 @@ package ingest
 import (
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -88,8 +89,9 @@ func typeOfJSON(v *fastjson.Value) jsonType {
 }
 
 // fromJSON converts a JSON value parsed by fastjson; v nil means the field
-// is absent. num is scratch space for a number's text.
-func (c *converter) fromJSON(v *fastjson.Value, num *[]byte) (any, error) {
+// is absent. num is scratch space for a number's text or a nested value's,
+// keys dupName's.
+func (c *converter) fromJSON(v *fastjson.Value, num *[]byte, keys *[][]byte) (any, error) {
 	t := typeOfJSON(v)
 	var b []byte
 	switch t {
@@ -98,8 +100,50 @@ func (c *converter) fromJSON(v *fastjson.Value, num *[]byte) (any, error) {
 	case jsonNumber:
 		*num = v.MarshalTo((*num)[:0])
 		b = *num
+	case jsonObject, jsonArray:
+		if c.col.Type.Kind != catalog.KindString {
+			break
+		}
+		// Before anything reads v's strings or names: until then
+		// fastjson keeps them as written, and MarshalTo writes them so.
+		*num = v.MarshalTo((*num)[:0])
+		b = *num
+		// fastjson takes what RFC 8259 does not (NaN, 1.2.3, a raw
+		// control character in a string); the text kept must be JSON.
+		if !json.Valid(b) {
+			return nil, badValue(&c.col, "holds a nested value that is not valid JSON")
+		}
+		if k := nestedDup(v, keys); k != nil {
+			return nil, duplicateKey(k)
+		}
 	}
 	return c.fromToken(t, b)
+}
+
+// nestedDup returns a name that an object in v holds twice, or nil.
+func nestedDup(v *fastjson.Value, keys *[][]byte) []byte {
+	switch v.Type() {
+	case fastjson.TypeObject:
+		o, _ := v.Object()
+		if k := dupName(o, keys); k != nil {
+			return k
+		}
+		var dup []byte
+		o.Visit(func(_ []byte, x *fastjson.Value) {
+			if dup == nil {
+				dup = nestedDup(x, keys)
+			}
+		})
+		return dup
+	case fastjson.TypeArray:
+		a, _ := v.Array()
+		for _, x := range a {
+			if k := nestedDup(x, keys); k != nil {
+				return k
+			}
+		}
+	}
+	return nil
 }
 
 // fromToken converts a JSON field of type t; b is a string's unescaped
@@ -160,6 +204,12 @@ func (c *converter) fromToken(t jsonType, b []byte) (any, error) {
 		if t == jsonNumber {
 			return c.fromText(string(b))
 		}
+	}
+	if (t == jsonObject || t == jsonArray) && col.Type.Kind == catalog.KindString {
+		// A nested value in a string column is kept as its JSON text,
+		// compact: whitespace between tokens dropped, strings and
+		// numbers as written.
+		return c.fromText(c.slab.str(b))
 	}
 	if t != jsonString {
 		return nil, badValue(col, "want a string, got %s", jsonKind(t))
