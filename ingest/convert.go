@@ -219,6 +219,11 @@ func (c *converter) fromToken(t jsonType, b []byte) (any, error) {
 		// Parsed (or base64-decoded) into a new value: the text need not
 		// be kept.
 		return c.fromText(view(b))
+	case catalog.KindString:
+		// A JSON record is checked to be UTF-8 before it is decoded
+		// (checkRaw), and a string of it is too: a slice between quotes,
+		// or unescaped, characters and valid escapes (checkEscapes).
+		return c.box.str(c.slab.str(b)), nil
 	}
 	return c.fromText(c.slab.str(b))
 }

@@ -2,6 +2,8 @@ package ingest
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math/bits"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -251,18 +253,17 @@ func plainString(b []byte, start int) (s []byte, end int, ok bool) {
 // quote, or with an escape RFC 8259 does not have, or a lone surrogate
 // (the tree path quarantines those, see checkEscapes).
 func (s *flatScan) str(b []byte, start int) (out []byte, end int, ok bool) {
-	n := bytes.IndexByte(b[start:], '"')
-	if n < 0 {
+	k := quoteOrBackslash(b[start:])
+	if k < 0 {
 		return nil, 0, false
 	}
-	k := bytes.IndexByte(b[start:start+n], '\\')
-	if k < 0 {
-		return b[start : start+n], start + n + 1, true
+	if b[start+k] == '"' {
+		return b[start : start+k], start + k + 1, true
 	}
 	mark := len(s.buf)
 	i := start
 	for {
-		// b[i+k] is a backslash before the closing quote.
+		// b[i+k] is a backslash.
 		s.buf = append(s.buf, b[i:i+k]...)
 		i += k
 		var escLen int
@@ -271,15 +272,40 @@ func (s *flatScan) str(b []byte, start int) (out []byte, end int, ok bool) {
 			return nil, 0, false
 		}
 		i += escLen
-		n = bytes.IndexByte(b[i:], '"')
-		if n < 0 {
+		if k = quoteOrBackslash(b[i:]); k < 0 {
 			return nil, 0, false
 		}
-		if k = bytes.IndexByte(b[i:i+n], '\\'); k < 0 {
-			s.buf = append(s.buf, b[i:i+n]...)
-			return s.buf[mark:len(s.buf):len(s.buf)], i + n + 1, true
+		if b[i+k] == '"' {
+			s.buf = append(s.buf, b[i:i+k]...)
+			return s.buf[mark:len(s.buf):len(s.buf)], i + k + 1, true
 		}
 	}
+}
+
+// quoteOrBackslash returns the index of the first quote or backslash in
+// b, or -1. It reads eight bytes at a time: the strings of a record are
+// mostly short, and escaped ones hold a backslash every few bytes, where
+// two calls of bytes.IndexByte a segment cost more than the segment.
+func quoteOrBackslash(b []byte) int {
+	const ones = 0x0101010101010101
+	const highs = 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		w := binary.LittleEndian.Uint64(b[i:])
+		q, bs := w^(ones*'"'), w^(ones*'\\')
+		// A byte of q or bs is zero where w holds a quote or a
+		// backslash; (x-ones)&^x&highs flags the lowest zero byte of x
+		// exactly (a borrow only flags bytes above it).
+		if m := ((q-ones)&^q | (bs-ones)&^bs) & highs; m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+	}
+	for ; i < len(b); i++ {
+		if b[i] == '"' || b[i] == '\\' {
+			return i
+		}
+	}
+	return -1
 }
 
 // unescape appends the character of the escape at the start of e (a
@@ -348,9 +374,14 @@ func (s *flatScan) nested(b []byte, i, depth int, keep bool) (end int, spaced, o
 			if j >= len(b) || b[j] != '"' {
 				return 0, false, false
 			}
-			name, e, isPlain := plainString(b, j+1)
-			if !isPlain || (keep && hasControl(name)) {
+			// Names are short: found eight bytes at a time.
+			n := quoteOrBackslash(b[j+1:])
+			if n < 0 || b[j+1+n] != '"' {
 				return 0, false, false // an escaped name: the tree path compares names unescaped
+			}
+			name, e := b[j+1:j+1+n], j+1+n+1
+			if keep && hasControl(name) {
+				return 0, false, false
 			}
 			if keep {
 				if len(s.keys)-keys >= flatMaxNames {
@@ -418,15 +449,14 @@ func (s *flatScan) nested(b []byte, i, depth int, keep bool) (end int, spaced, o
 func stringEnd(b []byte, start int) (end int, ok bool) {
 	i := start
 	for {
-		n := bytes.IndexByte(b[i:], '"')
-		if n < 0 {
+		k := quoteOrBackslash(b[i:])
+		if k < 0 {
 			return 0, false
 		}
-		k := bytes.IndexByte(b[i:i+n], '\\')
-		if k < 0 {
-			return i + n + 1, true
-		}
 		i += k
+		if b[i] == '"' {
+			return i + 1, true
+		}
 		l, err := escapeLen(b[i:])
 		if err != nil {
 			return 0, false
