@@ -10,7 +10,7 @@
 SHAPE=${SHAPE:-events}
 case $SHAPE in
   flat) SCHEMA='event_id:uuid,list_id:int64,subscriber_id:uuid,tally:int32,event_time:timestamp' ;;
-  events) SCHEMA='event_id:uuid,list_id:int64,subscriber_id:uuid,tally:int32,event_time:timestamp,payload:string,user_agent:string,subject:string' ;;
+  events) SCHEMA='event_id:uuid,list_id:int64,subscriber_id:uuid,tally:int32,event_time:timestamp,payload:string,user_agent:string,subject:string,context:string,tags:string' ;;
   *) echo "SHAPE must be events or flat, not $SHAPE" >&2; exit 2 ;;
 esac
 IN=$DATA/jsonl-$SHAPE-$RECORDS-$FILES

@@ -114,3 +114,79 @@ func TestFlatScanLeavesBadEscapesToTree(t *testing.T) {
 		}
 	}
 }
+
+// quoteOrBackslash finds what bytes.IndexAny finds, at every length and
+// offset of the eight-byte words it reads.
+func TestQuoteOrBackslash(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(9, 10))
+	alphabet := []byte{'a', '"', '\\', 0, 0x80, 0xff, '!', ']', '#', 0x5b, 0x5d, 0x21, 0x23}
+	for range 200000 {
+		b := make([]byte, rnd.IntN(40))
+		for i := range b {
+			b[i] = 'x'
+			if rnd.IntN(12) == 0 {
+				b[i] = alphabet[rnd.IntN(len(alphabet))]
+			}
+		}
+		if got, want := quoteOrBackslash(b), strings.IndexAny(string(b), "\"\\"); got != want {
+			t.Fatalf("%q: %d, want %d", b, got, want)
+		}
+	}
+}
+
+// A nested object or array in a string column is kept as its JSON text,
+// compact (whitespace between tokens dropped, strings and numbers as
+// written), whichever path reads the record; one holding a name twice, or
+// what RFC 8259 does not allow, is quarantined.
+func TestNestedValueKeptAsText(t *testing.T) {
+	schema, err := catalog.ParseSchema("id:int64,ctx:string?,tags:string?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := newSoloDecoder(schema, DefaultOptions())
+	for _, c := range []struct{ rec, ctx, tags, bad string }{
+		{rec: `{"id":1,"ctx":{"a":1,"b":{"c":[true,null]}},"tags":["x","y"]}`, ctx: `{"a":1,"b":{"c":[true,null]}}`, tags: `["x","y"]`},
+		{rec: `{"id":1,"ctx": { "a" : [ 1.50 , "x y" ] } ,"tags":[ ]}`, ctx: `{"a":[1.50,"x y"]}`, tags: `[]`},
+		{rec: `{"id":1,"ctx":{"s":"caf\u00e9 \"q\" \\ \/"},"tags":["\ud83d\ude00"]}`, ctx: `{"s":"caf\u00e9 \"q\" \\ \/"}`, tags: `["\ud83d\ude00"]`},
+		{rec: "{\"id\":1,\"ctx\":{\n\t\"a\": 1e3\r\n}}", ctx: `{"a":1e3}`},
+		{rec: `{"id":1,"ctx":{"a":1,"a":2}}`, bad: `duplicate key "a": the record is ambiguous`},
+		{rec: `{"id":1,"tags":[{"k":1,"k":1}]}`, bad: `duplicate key "k": the record is ambiguous`},
+		{rec: `{"id":1,"ctx":{"a":NaN}}`, bad: `column "ctx" (string): holds a nested value that is not valid JSON`},
+		{rec: "{\"id\":1,\"ctx\":[\"raw\ttab\"]}", bad: `column "ctx" (string): holds a nested value that is not valid JSON`},
+		{rec: `{"id":{"a":1}}`, bad: `column "id" (int64): want an integer, got an object`},
+	} {
+		for _, path := range []string{"fast", "tree"} {
+			row := d.newRow()
+			var err error
+			if path == "fast" {
+				err = d.jsonRow([]byte(c.rec), row)
+			} else {
+				err = d.treeRow([]byte(c.rec), row)
+			}
+			if c.bad != "" {
+				if fmt.Sprint(err) != c.bad {
+					t.Errorf("%s path: %s: got %v, want %s", path, c.rec, err, c.bad)
+				}
+				continue
+			}
+			if err != nil {
+				t.Errorf("%s path: %s: %v", path, c.rec, err)
+				continue
+			}
+			want := []any{int64(1), any(nil), any(nil)}
+			if c.ctx != "" {
+				want[1] = c.ctx
+			}
+			if c.tags != "" {
+				want[2] = c.tags
+			}
+			if !reflect.DeepEqual(row, want) {
+				t.Errorf("%s path: %s: row %q, want %q", path, c.rec, row, want)
+			}
+		}
+	}
+	// The fast path reads these records itself.
+	if !d.scan.scan([]byte(`{"id":1,"ctx": { "a" : [ 1.50 , "x y" ] } ,"tags":[ ]}`), d.flat) {
+		t.Error("the fast path left a nested value with whitespace to the tree")
+	}
+}
