@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math/bits"
+	"slices"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -75,7 +76,7 @@ const (
 func (s *flatScan) scan(rec []byte, fields []flatField) bool {
 	names := s.names
 	clear(fields)
-	s.buf = s.buf[:0]
+	s.buf, s.keys = s.buf[:0], s.keys[:0]
 	i := skipWS(rec, 0)
 	if i >= len(rec) || rec[i] != '{' {
 		return false
@@ -260,27 +261,43 @@ func (s *flatScan) str(b []byte, start int) (out []byte, end int, ok bool) {
 	if b[start+k] == '"' {
 		return b[start : start+k], start + k + 1, true
 	}
+	// Unescaped, the string is no longer than the rest of the record:
+	// with that much room, it is written byte by byte, without appends.
+	// (Escaped strings hold a backslash every few bytes: copying each
+	// stretch between two costs more than the stretch.) The bytes before
+	// s.buf's length are never written again, so a larger buffer leaves
+	// the fields already scanned where they are.
 	mark := len(s.buf)
-	i := start
-	for {
-		// b[i+k] is a backslash.
-		s.buf = append(s.buf, b[i:i+k]...)
-		i += k
-		var escLen int
-		s.buf, escLen, ok = unescape(s.buf, b[i:])
-		if !ok {
-			return nil, 0, false
-		}
-		i += escLen
-		if k = quoteOrBackslash(b[i:]); k < 0 {
-			return nil, 0, false
-		}
-		if b[i+k] == '"' {
-			s.buf = append(s.buf, b[i:i+k]...)
-			return s.buf[mark:len(s.buf):len(s.buf)], i + k + 1, true
+	if cap(s.buf)-mark < len(b)-start {
+		s.buf = slices.Grow(s.buf, len(b)-start)
+	}
+	dst := s.buf[:cap(s.buf)]
+	n := mark + copy(dst[mark:], b[start:start+k])
+	for i := start + k; i < len(b); {
+		switch c := b[i]; {
+		case c == '"':
+			s.buf = dst[:n]
+			return dst[mark:n:n], i + 1, true
+		case c != '\\':
+			dst[n] = c
+			n, i = n+1, i+1
+		case i+1 < len(b) && shortEscape[b[i+1]] != 0:
+			dst[n] = shortEscape[b[i+1]]
+			n, i = n+1, i+2
+		default:
+			u, l, isValid := unescape(dst[n:n], b[i:]) // within dst: at most as long as the escape
+			if !isValid {
+				return nil, 0, false
+			}
+			n, i = n+len(u), i+l
 		}
 	}
+	return nil, 0, false
 }
+
+// shortEscape is the character of a two-byte escape by its second byte,
+// or 0.
+var shortEscape = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
 
 // quoteOrBackslash returns the index of the first quote or backslash in
 // b, or -1. It reads eight bytes at a time: the strings of a record are
@@ -362,8 +379,7 @@ func (s *flatScan) nested(b []byte, i, depth int, keep bool) (end int, spaced, o
 	if obj {
 		closing = '}'
 	}
-	keys := len(s.keys)
-	defer func() { s.keys = s.keys[:keys] }()
+	keys := len(s.keys) // this object's names follow; dropped when it ends
 	j := skipWS(b, i+1)
 	spaced = j > i+1
 	if j < len(b) && b[j] == closing {
@@ -436,6 +452,7 @@ func (s *flatScan) nested(b []byte, i, depth int, keep bool) (end int, spaced, o
 			j = skipWS(b, j+1)
 			spaced = spaced || j > k+1
 		case closing:
+			s.keys = s.keys[:keys]
 			return j + 1, spaced, true
 		default:
 			return 0, false, false
