@@ -26,7 +26,7 @@ import (
 
 // flatField is one field of a record as flatScan found it: its type, and
 // a string's unescaped bytes, a number's text, or a nested value's compact
-// JSON text (see compactNested). b points into the record or into the
+// JSON text (see compact). b points into the record or into the
 // scan's scratch buffer, and is valid until the next scan.
 type flatField struct {
 	t jsonType
