@@ -228,8 +228,8 @@ func (c *converter) fromToken(t jsonType, b []byte) (any, error) {
 	if (t == jsonObject || t == jsonArray) && col.Type.Kind == catalog.KindString {
 		// A nested value in a string column is kept as its JSON text,
 		// compact: whitespace between tokens dropped, strings and
-		// numbers as written.
-		return c.fromText(c.slab.str(b))
+		// numbers as written; UTF-8, as the record is.
+		return c.box.str(c.slab.str(b)), nil
 	}
 	if t != jsonString {
 		return nil, badValue(col, "want a string, got %s", jsonKind(t))

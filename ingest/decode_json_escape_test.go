@@ -115,11 +115,12 @@ func TestFlatScanLeavesBadEscapesToTree(t *testing.T) {
 	}
 }
 
-// quoteOrBackslash finds what bytes.IndexAny finds, at every length and
-// offset of the eight-byte words it reads.
+// quoteOrBackslash finds what strings.IndexAny finds, and
+// quoteBackslashOrControl what a byte loop finds, at every length and
+// offset of the eight-byte words they read.
 func TestQuoteOrBackslash(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(9, 10))
-	alphabet := []byte{'a', '"', '\\', 0, 0x80, 0xff, '!', ']', '#', 0x5b, 0x5d, 0x21, 0x23}
+	alphabet := []byte{'a', '"', '\\', 0, 0x1f, 0x20, 0x7f, 0x80, 0xff, '!', ']', '#', 0x5b, 0x5d, 0x21, 0x23, '\t'}
 	for range 200000 {
 		b := make([]byte, rnd.IntN(40))
 		for i := range b {
@@ -130,6 +131,16 @@ func TestQuoteOrBackslash(t *testing.T) {
 		}
 		if got, want := quoteOrBackslash(b), strings.IndexAny(string(b), "\"\\"); got != want {
 			t.Fatalf("%q: %d, want %d", b, got, want)
+		}
+		want := -1
+		for i, c := range b {
+			if c == '"' || c == '\\' || c < 0x20 {
+				want = i
+				break
+			}
+		}
+		if got := quoteBackslashOrControl(b); got != want {
+			t.Fatalf("%q: quoteBackslashOrControl %d, want %d", b, got, want)
 		}
 	}
 }

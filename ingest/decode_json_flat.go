@@ -390,15 +390,20 @@ func (s *flatScan) nested(b []byte, i, depth int, keep bool) (end int, spaced, o
 			if j >= len(b) || b[j] != '"' {
 				return 0, false, false
 			}
-			// Names are short: found eight bytes at a time.
-			n := quoteOrBackslash(b[j+1:])
+			// Names are short: found eight bytes at a time. A raw
+			// control character, which RFC 8259 does not allow in a
+			// string, fastjson takes, and so does a string field; a
+			// nested value kept as JSON text must not hold one, and the
+			// tree path refuses it there too.
+			find := quoteOrBackslash
+			if keep {
+				find = quoteBackslashOrControl
+			}
+			n := find(b[j+1:])
 			if n < 0 || b[j+1+n] != '"' {
 				return 0, false, false // an escaped name: the tree path compares names unescaped
 			}
 			name, e := b[j+1:j+1+n], j+1+n+1
-			if keep && hasControl(name) {
-				return 0, false, false
-			}
 			if keep {
 				if len(s.keys)-keys >= flatMaxNames {
 					return 0, false, false
@@ -423,8 +428,8 @@ func (s *flatScan) nested(b []byte, i, depth int, keep bool) (end int, spaced, o
 		var e int
 		switch c := b[j]; {
 		case c == '"':
-			n, isStr := stringEnd(b, j+1)
-			if !isStr || (keep && hasControl(b[j+1:n-1])) {
+			n, isStr := stringEnd(b, j+1, keep)
+			if !isStr {
 				return 0, false, false
 			}
 			e = n
@@ -462,37 +467,56 @@ func (s *flatScan) nested(b []byte, i, depth int, keep bool) (end int, spaced, o
 
 // stringEnd returns the index after the closing quote of the string whose
 // text starts at b[start]. ok is false when it has none, or holds an
-// escape RFC 8259 does not have or a lone surrogate.
-func stringEnd(b []byte, start int) (end int, ok bool) {
+// escape RFC 8259 does not have or a lone surrogate, or, with noControl,
+// a raw control character.
+func stringEnd(b []byte, start int, noControl bool) (end int, ok bool) {
+	find := quoteOrBackslash
+	if noControl {
+		find = quoteBackslashOrControl
+	}
 	i := start
 	for {
-		k := quoteOrBackslash(b[i:])
+		k := find(b[i:])
 		if k < 0 {
 			return 0, false
 		}
 		i += k
-		if b[i] == '"' {
+		switch b[i] {
+		case '"':
 			return i + 1, true
+		case '\\':
+			l, err := escapeLen(b[i:])
+			if err != nil {
+				return 0, false
+			}
+			i += l
+		default:
+			return 0, false // a control character
 		}
-		l, err := escapeLen(b[i:])
-		if err != nil {
-			return 0, false
-		}
-		i += l
 	}
 }
 
-// hasControl reports whether s holds a raw control character, which RFC
-// 8259 does not allow in a string. fastjson takes it, and a string field
-// keeps it; a nested value kept as JSON text must not hold it, and the
-// tree path refuses it there too.
-func hasControl(s []byte) bool {
-	for _, c := range s {
-		if c < 0x20 {
-			return true
+// quoteBackslashOrControl is quoteOrBackslash that stops at a raw
+// control character (below 0x20) too.
+func quoteBackslashOrControl(b []byte) int {
+	const ones = 0x0101010101010101
+	const highs = 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		w := binary.LittleEndian.Uint64(b[i:])
+		q, bs := w^(ones*'"'), w^(ones*'\\')
+		// (w-ones*0x20)&^w&highs flags the lowest byte below 0x20
+		// exactly, as (x-ones)&^x&highs does the lowest zero byte.
+		if m := ((q-ones)&^q | (bs-ones)&^bs | (w-ones*0x20)&^w) & highs; m != 0 {
+			return i + bits.TrailingZeros64(m)/8
 		}
 	}
-	return false
+	for ; i < len(b); i++ {
+		if b[i] == '"' || b[i] == '\\' || b[i] < 0x20 {
+			return i
+		}
+	}
+	return -1
 }
 
 // compact returns the JSON text v (valid, as nested checked it) without
