@@ -4,8 +4,9 @@
 # Usage: bench/ingest.sh [RECORDS] [FILES]   (default 10000000 100)
 #
 # Generates RECORDS JSON lines records in FILES landing files over 10 days
-# (bench/genjsonl, deterministic) once into bench/.data/jsonl-RECORDS-FILES,
-# then times, with /usr/bin/time -v for peak RSS:
+# (bench/genjsonl, deterministic) once into
+# bench/.data/jsonl-SHAPE-RECORDS-FILES, then times, with /usr/bin/time -v
+# for peak RSS:
 #   duckdb  read_json with explicit column types -> zstd Parquet
 #           (bench/duckjson.mjs), three ways: single (one unpartitioned
 #           COPY), partitioned (COPY ... PARTITION_BY day), perday (load once
@@ -25,6 +26,9 @@
 # uuid as VARCHAR and timestamp as TIMESTAMPTZ, DuckDB as UUID and TIMESTAMP),
 # and over the uuid columns against DuckDB's single-text run, which keeps
 # them as the text both read.
+# SHAPE=flat times the five-field records without escapes instead of the
+# default events (escaped payload strings, user agents, quoted and
+# non-ASCII text, a nested object and an array; see bench/jsonl-data.sh).
 # SLUICE_CPUPROFILE=FILE writes a CPU profile of the full-size sluice run.
 # CGO=0 builds sluice without cgo (zstd by klauspost/compress, pure Go).
 set -euo pipefail
@@ -59,7 +63,7 @@ prof=()
 # half, sluice on the whole.
 for round in $(seq "$RUNS"); do
   for mode in single partitioned perday single-text; do
-    /usr/bin/time -v -o "$DATA/duck-$mode.time" node bench/duckjson.mjs "$IN" "$OUT_DUCK-$mode" "$mode" > "$DATA/duck-$mode.json"
+    /usr/bin/time -v -o "$DATA/duck-$mode.time" node bench/duckjson.mjs "$IN" "$OUT_DUCK-$mode" "$mode" "$SCHEMA" > "$DATA/duck-$mode.json"
     s=$(json seconds < "$DATA/duck-$mode.json")
     eval "prev=\${duck_s_${mode//-/_}:-}; prss=\${duck_rss_${mode//-/_}:-}"
     eval "duck_all_${mode//-/_}=\"\${duck_all_${mode//-/_}:-} $(printf '%.2f' "$s")\"; duck_rss_${mode//-/_}=$(maxrss "$(rss "$DATA/duck-$mode.time")" "$prss")"
@@ -115,7 +119,7 @@ td=$(node tools/duckrows.mjs --columns "$text_cols" "$OUT_DUCK-single-text/data_
 [ "$ts" = "$td" ] || { echo "checksums over $text_cols differ: sluice $ts, duckdb single-text $td" >&2; fail=1; }
 
 mbs() { echo "$1 / $2 / 1000000" | bc -l; }
-printf '\n%s records, %s files, %s input bytes, %s CPUs, best of %s rounds\n' "$RECORDS" "$FILES" "$in_bytes" "$(nproc)" "$RUNS"
+printf '\n%s %s records, %s files, %s input bytes, %s CPUs, best of %s rounds\n' "$RECORDS" "$SHAPE" "$FILES" "$in_bytes" "$(nproc)" "$RUNS"
 printf 'sluice build: %s\n' "$SLUICE_BUILD"
 printf '%-18s %10s %12s %9s %14s %12s %8s  %s\n' engine seconds records/s MB/s out_bytes peak_rss_kb cpu_s every_round_s
 for mode in single partitioned perday single-text; do

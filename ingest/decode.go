@@ -31,8 +31,8 @@ type decoder struct {
 	maxBytes int
 	parser   fastjson.Parser
 	num      []byte      // scratch for a number's text
-	names    flatNames   // the columns' names, for scanFlat
-	flat     []flatField // scanFlat's fields, one per column
+	scan     *flatScan   // the one-pass scanner, and the columns' names
+	flat     []flatField // scan's fields, one per column
 	// index is a column's index by name, the _extra column's aside;
 	// vals are treeRow's fields, one per column.
 	index  map[string]int
@@ -60,7 +60,7 @@ func newSoloDecoder(schema catalog.Schema, o Options) *decoder {
 		d.conv = append(d.conv, converter{col: c, unit: o.EpochUnit, slab: slab, box: box})
 		names = append(names, c.Name)
 	}
-	d.names = newFlatNames(names)
+	d.scan = newFlatScan(names)
 	d.flat = make([]flatField, len(d.conv))
 	d.extras = newExtras(schema)
 	d.index = map[string]int{}

@@ -282,10 +282,11 @@ func (d *decoder) longLine(r io.Reader, buf []byte) (long []byte, total int, res
 	}
 }
 
-// jsonRow decodes one JSON record into row: a flat one as scanFlat reads
-// it, any other through fastjson's tree (treeRow).
+// jsonRow decodes one JSON record into row: as flatScan reads it, or when
+// it cannot, or the table keeps an _extra column, through fastjson's tree
+// (treeRow).
 func (d *decoder) jsonRow(rec []byte, row []any) error {
-	if d.extra >= 0 || !scanFlat(rec, d.names, d.flat) {
+	if d.extra >= 0 || !d.scan.scan(rec, d.flat) {
 		return d.treeRow(rec, row)
 	}
 	for i, f := range d.flat {
@@ -339,7 +340,7 @@ func (d *decoder) treeRow(rec []byte, row []any) error {
 		if i == d.extra {
 			continue
 		}
-		x, err := d.conv[i].fromJSON(vals[i], &d.num)
+		x, err := d.conv[i].fromJSON(vals[i], &d.num, &d.keys)
 		if err != nil {
 			return err
 		}

@@ -14,8 +14,9 @@ import (
 // another escape (\ud800\u0041) as U+FFFD, eating the character after it.
 // checkEscapes refuses those records instead, as checkRaw refuses bytes
 // that are not UTF-8: a value is never stored other than as written.
-// scanFlat takes no record with an escape, so this is the tree path's
-// alone, and a record without a backslash pays one IndexByte.
+// flatScan takes no record with such an escape (it leaves it to the
+// tree path, which then quarantines it), and a record without a
+// backslash pays one IndexByte here.
 
 // checkEscapes returns why the escapes of rec, a JSON text fastjson has
 // parsed, are not RFC 8259's, or nil.
@@ -92,7 +93,7 @@ func hex4(b []byte) (rune, bool) {
 }
 
 // RFC 8259 says only that the names of an object SHOULD be unique, and
-// readers differ on a name given twice: fastjson and scanFlat read the
+// readers differ on a name given twice: fastjson and flatScan read the
 // first, Go's encoding/json the last, others refuse the text. Such a
 // record is ambiguous, so it is quarantined, naming the name, wherever its
 // stored row depends on which one is read: a column's name, or with an

@@ -67,7 +67,8 @@
 //   - decode.go: the decoder, formats and compression by extension,
 //     decompression, the checks every text record gets.
 //   - decode_json.go: JSON lines files and Kafka values.
-//   - decode_json_flat.go: the one-pass scanner for flat JSON objects.
+//   - decode_json_flat.go: the one-pass scanner of JSON records: escapes,
+//     numbers, nested values kept as text.
 //   - decode_json_strict.go: RFC 8259 string escapes and duplicate names.
 //   - decode_csv.go: CSV files with a header row.
 //   - decode_parquet.go: Parquet landing files.

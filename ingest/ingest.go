@@ -115,6 +115,9 @@ func Run(ctx context.Context, t *catalog.Table, source string, o Options) (Resul
 	if err != nil {
 		return res, fmt.Errorf("ingest into %s: %w", t.Location(), err)
 	}
+	if err := checkColumnTypes(m.Schema); err != nil {
+		return res, fmt.Errorf("ingest into %s: %w", t.Location(), err)
+	}
 	dd, err := newDedup(t, m, o)
 	if err != nil {
 		return res, err

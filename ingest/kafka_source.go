@@ -161,6 +161,9 @@ func runKafka(ctx context.Context, t *catalog.Table, source string, o Options) (
 	if err != nil {
 		return res, fmt.Errorf("ingest into %s: %w", t.Location(), err)
 	}
+	if err := checkColumnTypes(m.Schema); err != nil {
+		return res, fmt.Errorf("ingest into %s: %w", t.Location(), err)
+	}
 	res.Version = m.Version
 	cpKey := "kafka:" + ks.id()
 	if _, err := parseKafkaCheckpoint(m.Checkpoints[cpKey]); err != nil {
