@@ -402,6 +402,9 @@ func (c *converter) epoch(s string) (any, error) {
 // checkValue validates a value read from a Parquet landing file, already
 // in the column's Go representation: what the file's types cannot promise.
 func (c *converter) checkValue(v any) (any, error) {
+	if c.nest != nil {
+		return c.nest.check(v)
+	}
 	switch x := v.(type) {
 	case nil:
 		if !c.col.Nullable {

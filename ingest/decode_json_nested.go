@@ -323,3 +323,67 @@ func checkNestedFormat(s catalog.Schema, format string) error {
 	}
 	return nil
 }
+
+// check validates a nested value read from a Parquet landing file, as
+// converter.checkValue does a flat one: every leaf's, by its path; it
+// returns the value with uuids in their stored form.
+func (nc *nestedConv) check(v any) (any, error) {
+	nc.segments = append(nc.segments[:0], nc.root.col.Name)
+	return nc.checkNode(nc.root, v)
+}
+
+func (nc *nestedConv) checkNode(n *nestedNode, v any) (any, error) {
+	if v == nil {
+		if !n.col.Nullable {
+			return nil, nc.bad(n, "null but the column is not nullable")
+		}
+		return nil, nil
+	}
+	depth := len(nc.segments)
+	defer func() { nc.segments = nc.segments[:depth] }()
+	switch x := v.(type) {
+	case map[string]any:
+		for i, ch := range n.children {
+			nc.segments = append(nc.segments[:depth], n.names[i])
+			e, err := nc.checkNode(ch, x[n.names[i]])
+			if err != nil {
+				return nil, err
+			}
+			if e != nil {
+				x[n.names[i]] = e
+			}
+		}
+		return x, nil
+	case []any:
+		for i, e := range x {
+			nc.segments = append(nc.segments[:depth], "["+strconv.Itoa(i)+"]")
+			var err error
+			if x[i], err = nc.checkNode(n.children[0], e); err != nil {
+				return nil, err
+			}
+		}
+		return x, nil
+	case []pqio.MapEntry:
+		for i, e := range x {
+			nc.segments = append(nc.segments[:depth], "key")
+			k, err := nc.checkNode(n.key, e.Key)
+			if err != nil {
+				return nil, err
+			}
+			nc.segments = append(nc.segments[:depth], "["+pqio.FormatValue(n.key.col.Type, k)+"]")
+			val, err := nc.checkNode(n.children[0], e.Value)
+			if err != nil {
+				return nil, err
+			}
+			x[i] = pqio.MapEntry{Key: k, Value: val}
+		}
+		return x, nil
+	}
+	x, err := n.conv.checkValue(v)
+	if err != nil && nc.path() != n.col.Name {
+		c := n.conv
+		c.col.Name = nc.path()
+		_, err = c.checkValue(v)
+	}
+	return x, err
+}

@@ -11,9 +11,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/ingest"
+	"github.com/sluice-data/sluice/internal/pqio"
 )
 
 // nestedIngestSchema has a struct of converted leaves, a list, a map, a
@@ -145,4 +147,71 @@ func duckRowsJSON(t *testing.T, tb *catalog.Table) []string {
 		t.Fatalf("duckquery: %v: %s (run \"make tools\" if DuckDB is missing)", err, stderr.String())
 	}
 	return strings.Split(strings.TrimSpace(stdout.String()), "\n")
+}
+
+// The same records into a table that keeps an _extra column, which
+// decodes every record through fastjson's tree rather than the flat
+// scanner: the same rows; and there a struct's undeclared field, which
+// _extra cannot keep, quarantines the record with its path.
+func TestIngestJSONIntoNestedColumnsWithExtra(t *testing.T) {
+	land := t.TempDir()
+	loc := filepath.Join(t.TempDir(), "nested")
+	tb := newTableWithSchema(t, loc, nestedIngestSchema+",_extra:string?")
+	var b strings.Builder
+	for _, r := range nestedGood {
+		if !strings.Contains(r.rec, `"zz"`) {
+			b.WriteString(r.rec + "\n")
+		}
+	}
+	b.WriteString(`{"id":9,"event_time":"2024-03-01T00:00:00Z","s":{"a":1,"zz":2},"other":[1]}` + "\n")
+	put(t, land, "nested.jsonl", []byte(b.String()))
+	res := runOK(t, tb, land, ingest.Options{RunID: "x1"})
+	if res.RowsWritten != int64(len(nestedGood)-1) || res.RecordsQuarantined != 1 {
+		t.Fatalf("result %+v", res)
+	}
+	var want []string
+	for _, r := range nestedGood {
+		if !strings.Contains(r.rec, `"zz"`) {
+			want = append(want, strings.TrimSuffix(r.want, "}")+`,"_extra":null}`)
+		}
+	}
+	if got := duckRowsJSON(t, tb); !slices.Equal(got, want) {
+		t.Fatalf("DuckDB reads\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	q := quarantined(t, loc)
+	if r := q["nested.jsonl:5"]; !strings.Contains(r, `column "s" (struct<`) || !strings.Contains(r, `field "zz" is not in the struct`) {
+		t.Fatalf("quarantine %v", q)
+	}
+}
+
+// A Parquet landing file with the table's nested columns ingests as it
+// is, its leaves checked as flat columns' are: a uuid field that is no
+// UUID quarantines its row with the path.
+func TestIngestParquetIntoNestedColumns(t *testing.T) {
+	land := t.TempDir()
+	loc := filepath.Join(t.TempDir(), "nested")
+	schema := "id:int64,event_time:timestamp,tags:list<string?>?,attrs:map<string,int64?>?,s:struct<a:int64,u:uuid?>?"
+	tb := newTableWithSchema(t, loc, schema)
+	ts := time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
+	putParquet(t, land, "n.parquet", strings.Replace(schema, "u:uuid?", "u:string?", 1), [][]any{
+		{int64(1), ts, []any{"x", nil}, []pqio.MapEntry{{Key: "k", Value: int64(1)}, {Key: "n", Value: nil}}, map[string]any{"a": int64(1), "u": "6F1C3B9E-2A4D-4B8E-9C1F-000000000001"}},
+		{int64(2), ts, []any{}, []pqio.MapEntry{}, nil},
+		{int64(3), ts, nil, nil, map[string]any{"a": int64(3)}},
+		{int64(4), ts, nil, nil, map[string]any{"a": int64(4), "u": "cat /etc/passwd"}},
+	})
+	res := runOK(t, tb, land, ingest.Options{RunID: "p1"})
+	if res.RowsWritten != 3 || res.RecordsQuarantined != 1 {
+		t.Fatalf("result %+v", res)
+	}
+	want := []string{
+		`{"id":1,"event_time":"2024-03-01 00:00:00+00","tags":["x",null],"attrs":{"k":1,"n":null},"s":{"a":1,"u":"6f1c3b9e-2a4d-4b8e-9c1f-000000000001"}}`,
+		`{"id":2,"event_time":"2024-03-01 00:00:00+00","tags":[],"attrs":{},"s":null}`,
+		`{"id":3,"event_time":"2024-03-01 00:00:00+00","tags":null,"attrs":null,"s":{"a":3,"u":null}}`,
+	}
+	if got := duckRowsJSON(t, tb); !slices.Equal(got, want) {
+		t.Fatalf("DuckDB reads\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if q := quarantined(t, loc); !strings.Contains(q["n.parquet:4"], `column "s.u" (uuid): not a UUID: "cat /etc/passwd"`) {
+		t.Fatalf("quarantine %v", q)
+	}
 }
