@@ -38,7 +38,24 @@ type nestedConv struct {
 	num      []byte   // converter.fromJSON's scratch
 	keys     [][]byte // dupName's
 	pathBuf  []byte
-	segments []string // the path to the value being decoded, for reasons
+	segments []pathSeg // the path to the value being decoded, for reasons
+}
+
+// pathSeg is one step of a value's path: a name (".name"), a list index
+// ("[3]") or a map key ("[k]"), rendered only for a reason.
+type pathSeg struct {
+	name  string
+	key   []byte // a map key's text, valid while its value is decoded
+	index int    // a list index, when name and key are empty
+}
+
+func named(s string) pathSeg { return pathSeg{name: s} }
+func indexed(i int) pathSeg  { return pathSeg{index: i} }
+func keyed(k []byte) pathSeg {
+	if k == nil {
+		k = []byte{} // the empty key: a key still
+	}
+	return pathSeg{key: k}
 }
 
 // nestedNode is one element of a nested column's type.
@@ -93,7 +110,7 @@ func (nc *nestedConv) token(t jsonType, b []byte) (any, error) {
 
 // value decodes fastjson's value v (nil: the field is absent).
 func (nc *nestedConv) value(v *fastjson.Value) (any, error) {
-	nc.segments = append(nc.segments[:0], nc.root.col.Name)
+	nc.segments = append(nc.segments[:0], named(nc.root.col.Name))
 	return nc.decode(nc.root, v)
 }
 
@@ -101,10 +118,20 @@ func (nc *nestedConv) value(v *fastjson.Value) (any, error) {
 func (nc *nestedConv) path() string {
 	b := nc.pathBuf[:0]
 	for i, s := range nc.segments {
-		if i > 0 && s[0] != '[' {
-			b = append(b, '.')
+		switch {
+		case s.name != "":
+			if i > 0 {
+				b = append(b, '.')
+			}
+			b = append(b, s.name...)
+		case s.key != nil:
+			b = append(b, '[')
+			b = append(b, s.key...)
+			b = append(b, ']')
+		default:
+			b = strconv.AppendInt(append(b, '['), int64(s.index), 10)
+			b = append(b, ']')
 		}
-		b = append(b, s...)
 	}
 	nc.pathBuf = b
 	return string(b)
@@ -190,7 +217,7 @@ func (nc *nestedConv) structValue(n *nestedNode, v *fastjson.Value) (any, error)
 	m := make(map[string]any, len(n.children))
 	depth := len(nc.segments)
 	for i, ch := range n.children {
-		nc.segments = append(nc.segments[:depth], n.names[i])
+		nc.segments = append(nc.segments[:depth], named(n.names[i]))
 		x, err := nc.decode(ch, vals[i])
 		if err != nil {
 			return nil, err
@@ -208,7 +235,7 @@ func (nc *nestedConv) listValue(n *nestedNode, v *fastjson.Value) (any, error) {
 	out := make([]any, len(a))
 	depth := len(nc.segments)
 	for i, x := range a {
-		nc.segments = append(nc.segments[:depth], "["+strconv.Itoa(i)+"]")
+		nc.segments = append(nc.segments[:depth], indexed(i))
 		e, err := nc.decode(n.children[0], x)
 		if err != nil {
 			return nil, err
@@ -236,11 +263,11 @@ func (nc *nestedConv) mapValue(n *nestedNode, v *fastjson.Value) (any, error) {
 			return
 		}
 		var key any
-		nc.segments = append(nc.segments[:depth], "key")
+		nc.segments = append(nc.segments[:depth], named("key"))
 		if key, err = nc.mapKey(n.key, k, seen); err != nil {
 			return
 		}
-		nc.segments = append(nc.segments[:depth], "["+string(k)+"]")
+		nc.segments = append(nc.segments[:depth], keyed(k))
 		var val any
 		if val, err = nc.decode(n.children[0], x); err != nil {
 			return
@@ -328,7 +355,7 @@ func checkNestedFormat(s catalog.Schema, format string) error {
 // converter.checkValue does a flat one: every leaf's, by its path; it
 // returns the value with uuids in their stored form.
 func (nc *nestedConv) check(v any) (any, error) {
-	nc.segments = append(nc.segments[:0], nc.root.col.Name)
+	nc.segments = append(nc.segments[:0], named(nc.root.col.Name))
 	return nc.checkNode(nc.root, v)
 }
 
@@ -344,7 +371,7 @@ func (nc *nestedConv) checkNode(n *nestedNode, v any) (any, error) {
 	switch x := v.(type) {
 	case map[string]any:
 		for i, ch := range n.children {
-			nc.segments = append(nc.segments[:depth], n.names[i])
+			nc.segments = append(nc.segments[:depth], named(n.names[i]))
 			e, err := nc.checkNode(ch, x[n.names[i]])
 			if err != nil {
 				return nil, err
@@ -356,7 +383,7 @@ func (nc *nestedConv) checkNode(n *nestedNode, v any) (any, error) {
 		return x, nil
 	case []any:
 		for i, e := range x {
-			nc.segments = append(nc.segments[:depth], "["+strconv.Itoa(i)+"]")
+			nc.segments = append(nc.segments[:depth], indexed(i))
 			var err error
 			if x[i], err = nc.checkNode(n.children[0], e); err != nil {
 				return nil, err
@@ -365,12 +392,12 @@ func (nc *nestedConv) checkNode(n *nestedNode, v any) (any, error) {
 		return x, nil
 	case []pqio.MapEntry:
 		for i, e := range x {
-			nc.segments = append(nc.segments[:depth], "key")
+			nc.segments = append(nc.segments[:depth], named("key"))
 			k, err := nc.checkNode(n.key, e.Key)
 			if err != nil {
 				return nil, err
 			}
-			nc.segments = append(nc.segments[:depth], "["+pqio.FormatValue(n.key.col.Type, k)+"]")
+			nc.segments = append(nc.segments[:depth], keyed([]byte(pqio.FormatValue(n.key.col.Type, k))))
 			val, err := nc.checkNode(n.children[0], e.Value)
 			if err != nil {
 				return nil, err

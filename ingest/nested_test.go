@@ -68,6 +68,8 @@ var nestedBad = []struct{ rec, reason string }{
 	{`{"id":24,"event_time":"2024-03-01T00:00:00Z","attrs":"k1=1"}`, `column "attrs" (map<string,int64?>): want an object, got a string`},
 	{`{"id":25,"event_time":"2024-03-01T00:00:00Z","items":[{"a":1.5,"b":"x"}]}`, `column "items[0].a" (int32): not an integer: "1.5"`},
 	{`{"id":26,"event_time":"2024-03-01T00:00:00Z","s":{"a":1,"p":"12.345"}}`, `column "s.p" (decimal(10,2))`},
+	{`{"id":27,"event_time":"2024-03-01T00:00:00Z","attrs":{"":"x"}}`, `column "attrs[]" (int64): want an integer, got a string`},
+	{`{"id":28,"event_time":"2024-03-01T00:00:00Z","items":[{"b":"x"},{"b":"y","a":{"n":1}}]}`, `column "items[1].a" (int32): want an integer, got an object`},
 }
 
 // JSON lines into struct, list and map columns: DuckDB reads every row as
