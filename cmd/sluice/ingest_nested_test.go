@@ -34,7 +34,8 @@ func nestedRecord(k int) string {
 // JSON lines into a table with struct, list and map columns through the
 // CLI, in three runs (several small files per day), then compacted: DuckDB
 // reads the same rows, to_json of every row, before and after, and the
-// records the table cannot hold are quarantined with their paths.
+// records the table cannot hold are quarantined with their paths. A CSV
+// file into the table fails, naming the column.
 func TestIngestCommandNestedColumnsThenCompact(t *testing.T) {
 	dir := t.TempDir()
 	land, loc := filepath.Join(dir, "landing"), filepath.Join(dir, "nested")
@@ -80,6 +81,12 @@ func TestIngestCommandNestedColumnsThenCompact(t *testing.T) {
 	if got := duckJSONRows(t, after); !slices.Equal(got, want) {
 		t.Fatalf("after compaction DuckDB reads\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+
+	// CSV has no nested values: the file fails, in one line naming the
+	// column.
+	csvLand := filepath.Join(dir, "csv")
+	writeFile(t, csvLand, "a.csv", "id,event_time\n1,2024-03-01T00:00:00Z\n")
+	failsWithOneLine(t, sluice(t, nil, "ingest", loc, "--from", csvLand), "a.csv", "column s (struct<", "CSV has no nested values")
 }
 
 // duckJSONRows is DuckDB's to_json of every row of files, by id.
