@@ -31,20 +31,24 @@ func badRecord(format string, args ...any) error {
 	return &recordError{reason: fmt.Sprintf(format, args...)}
 }
 
-// ErrNestedColumn is returned, wrapped, by Run for a table that declares a
-// nested column (struct, list, map): mapping records into those is not
-// built yet. A string column keeps a nested JSON value as its text.
-var ErrNestedColumn = errors.New("nested type not supported by ingest yet")
+// ErrNestedColumn is returned, wrapped, for a landing file whose format
+// has no nested values (CSV) when the table declares a nested column
+// (struct, list, map): the file fails whole, naming the column.
+var ErrNestedColumn = errors.New("nested column")
 
 // checkColumnTypes refuses a schema with a column of a type the
-// converters do not know: the nested types.
+// converters do not know.
 func checkColumnTypes(s catalog.Schema) error {
 	for _, c := range s.Columns {
 		switch c.Type.Kind {
 		case catalog.KindString, catalog.KindUUID, catalog.KindInt32, catalog.KindInt64, catalog.KindFloat64,
 			catalog.KindBool, catalog.KindDate, catalog.KindTimestamp, catalog.KindDecimal, catalog.KindBinary:
+		case catalog.KindStruct, catalog.KindList, catalog.KindMap:
+			if err := checkColumnTypes(catalog.Schema{Columns: c.Type.Fields}); err != nil {
+				return fmt.Errorf("column %s: %w", c.Name, err)
+			}
 		default:
-			return fmt.Errorf("column %s: %w (declare it string to keep the JSON text)", c.Name, ErrNestedColumn)
+			return fmt.Errorf("column %s: type %s is not supported by ingest", c.Name, c.Type)
 		}
 	}
 	return nil
@@ -55,8 +59,9 @@ func checkColumnTypes(s catalog.Schema) error {
 type converter struct {
 	col  catalog.Column
 	unit EpochUnit
-	slab *strSlab // the decoder's, for the text fields kept
-	box  *boxes   // the decoder's, for the values it returns
+	slab *strSlab    // the decoder's, for the text fields kept
+	box  *boxes      // the decoder's, for the values it returns
+	nest *nestedConv // a struct, list or map column's (decode_json_nested.go)
 }
 
 func badValue(c *catalog.Column, why string, args ...any) error {
@@ -112,6 +117,9 @@ func typeOfJSON(v *fastjson.Value) jsonType {
 // is absent. num is scratch space for a number's text or a nested value's,
 // keys dupName's.
 func (c *converter) fromJSON(v *fastjson.Value, num *[]byte, keys *[][]byte) (any, error) {
+	if c.nest != nil {
+		return c.nest.value(v)
+	}
 	t := typeOfJSON(v)
 	var b []byte
 	switch t {
@@ -181,6 +189,9 @@ func (c *converter) fromToken(t jsonType, b []byte) (any, error) {
 			return nil, nil
 		}
 		return nil, badValue(col, "null but the column is not nullable")
+	}
+	if c.nest != nil {
+		return c.nest.token(t, b)
 	}
 	switch col.Type.Kind {
 	case catalog.KindInt32, catalog.KindInt64:
@@ -391,6 +402,9 @@ func (c *converter) epoch(s string) (any, error) {
 // checkValue validates a value read from a Parquet landing file, already
 // in the column's Go representation: what the file's types cannot promise.
 func (c *converter) checkValue(v any) (any, error) {
+	if c.nest != nil {
+		return c.nest.check(v)
+	}
 	switch x := v.(type) {
 	case nil:
 		if !c.col.Nullable {

@@ -63,6 +63,11 @@ func newSoloDecoder(schema catalog.Schema, o Options) *decoder {
 	d.scan = newFlatScan(names)
 	d.flat = make([]flatField, len(d.conv))
 	d.extras = newExtras(schema)
+	for i := range d.conv {
+		if c := &d.conv[i]; c.col.Type.Nested() {
+			c.nest = newNestedConv(c.col, *c, d.extra >= 0)
+		}
+	}
 	d.index = map[string]int{}
 	for i, n := range names {
 		if i != d.extra {

@@ -63,6 +63,9 @@ func (rc *recorder) take(end int64) []byte {
 }
 
 func (d *decoder) decodeCSV(ctx context.Context, r io.Reader, emit emitFunc) error {
+	if err := checkNestedFormat(d.schema, "CSV"); err != nil {
+		return err
+	}
 	rec := &recorder{r: r, limit: d.maxBytes}
 	cr := csv.NewReader(rec)
 	cr.LazyQuotes = true

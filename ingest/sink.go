@@ -160,6 +160,8 @@ func rowBytes(row []any) int64 {
 		case time.Time:
 			n += 24
 		case nil:
+		case map[string]any, []any, []pqio.MapEntry:
+			n += nestedBytes(x)
 		default:
 			n += 8
 		}

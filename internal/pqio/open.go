@@ -226,13 +226,21 @@ func parquetFields(schema Schema, noDict []bool, codec func(column string) compr
 
 // Stored returns the schema as a data file sluice wrote says it is when
 // read back: a uuid column is written as a string (see ParquetWriter), so
-// a file's schema reads string where the table says uuid.
+// a file's schema reads string where the table says uuid, a nested
+// column's uuid fields, elements, keys and values included.
 func (s Schema) Stored() Schema {
-	cols := slices.Clone(s.Columns)
+	return Schema{Columns: storedColumns(s.Columns)}
+}
+
+func storedColumns(cs []Column) []Column {
+	cols := slices.Clone(cs)
 	for i := range cols {
-		if cols[i].Type.Kind == KindUUID {
-			cols[i].Type.Kind = KindString
+		switch t := &cols[i].Type; {
+		case t.Kind == KindUUID:
+			t.Kind = KindString
+		case t.Nested():
+			t.Fields = storedColumns(t.Fields)
 		}
 	}
-	return Schema{Columns: cols}
+	return cols
 }
