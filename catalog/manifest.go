@@ -245,5 +245,12 @@ func decodeManifest(key string, b []byte) (*Manifest, error) {
 	if m.Format > FormatVersion {
 		return nil, fmt.Errorf("%s: manifest format %d is newer than this sluice understands (%d): upgrade sluice", key, m.Format, FormatVersion)
 	}
+	// A type absent from the JSON is never parsed, so it must be caught
+	// here: a column without a name or a type cannot be read or written.
+	for i, c := range m.Schema.Columns {
+		if c.Name == "" || c.Type.Kind == "" {
+			return nil, fmt.Errorf("%s: corrupt manifest: schema column %d has no name or no type", key, i+1)
+		}
+	}
 	return &m, nil
 }

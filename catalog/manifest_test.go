@@ -1,6 +1,9 @@
 package catalog
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestManifestTargetFileSize(t *testing.T) {
 	for prop, want := range map[string]int64{"": DefaultTargetFileSize, "1048576": 1 << 20, "0": DefaultTargetFileSize,
@@ -11,6 +14,19 @@ func TestManifestTargetFileSize(t *testing.T) {
 		}
 		if got := m.TargetFileSize(); got != want {
 			t.Errorf("target_file_size %q: %d, want %d", prop, got, want)
+		}
+	}
+}
+
+// A manifest whose schema has a column without a type (or a name) is
+// corrupt, said so naming the manifest and the column, rather than read
+// as a table with a column of no type (found by FuzzDecodeManifest: its
+// corpus keeps the input as column-without-type).
+func TestDecodeManifestRefusesAColumnWithoutAType(t *testing.T) {
+	for _, b := range []string{`{"sChemA":{"Columns":[{}]}}`, `{"schema":{"columns":[{"name":"a","type":"int64"},{"name":"b"}]}}`, `{"schema":{"columns":[{"type":"int64"}]}}`} {
+		_, err := decodeManifest("_sluice/versions/7.json", []byte(b))
+		if err == nil || !strings.Contains(err.Error(), "_sluice/versions/7.json: corrupt manifest: schema column") {
+			t.Errorf("%s: %v, want a corrupt manifest naming the column", b, err)
 		}
 	}
 }
