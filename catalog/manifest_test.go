@@ -18,15 +18,17 @@ func TestManifestTargetFileSize(t *testing.T) {
 	}
 }
 
-// A manifest whose schema has a column without a type (or a name) is
-// corrupt, said so naming the manifest and the column, rather than read
-// as a table with a column of no type (found by FuzzDecodeManifest: its
-// corpus keeps the input as column-without-type).
+// A manifest whose schema has a column, or whose partition spec has a
+// field, without a type (or a name) is corrupt, said so naming the
+// manifest and the column or field, rather than read as a table with a
+// column of no type (found by FuzzDecodeManifest: its corpus keeps the
+// inputs as column-without-type and partition-field-without-type).
 func TestDecodeManifestRefusesAColumnWithoutAType(t *testing.T) {
-	for _, b := range []string{`{"sChemA":{"Columns":[{}]}}`, `{"schema":{"columns":[{"name":"a","type":"int64"},{"name":"b"}]}}`, `{"schema":{"columns":[{"type":"int64"}]}}`} {
+	for _, b := range []string{`{"sChemA":{"Columns":[{}]}}`, `{"schema":{"columns":[{"name":"a","type":"int64"},{"name":"b"}]}}`, `{"schema":{"columns":[{"type":"int64"}]}}`,
+		`{"pArtition_speC":{"fields":[{}]}}`, `{"partition_spec":{"fields":[{"name":"date","transform":"month","type":"date"}]}}`} {
 		_, err := decodeManifest("_sluice/versions/7.json", []byte(b))
-		if err == nil || !strings.Contains(err.Error(), "_sluice/versions/7.json: corrupt manifest: schema column") {
-			t.Errorf("%s: %v, want a corrupt manifest naming the column", b, err)
+		if err == nil || !strings.Contains(err.Error(), "_sluice/versions/7.json: corrupt manifest: ") || !strings.Contains(err.Error(), " column ") && !strings.Contains(err.Error(), " partition field ") {
+			t.Errorf("%s: %v, want a corrupt manifest naming the column or field", b, err)
 		}
 	}
 }
