@@ -9,6 +9,20 @@ STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # `make bench BENCH=Commit` runs a subset; `BENCHTIME=3x` shortens long ones.
 BENCH       ?= .
 BENCHTIME   ?= 1s
+# `make fuzz FUZZTIME=10s` runs every fuzz target for FUZZTIME, one after
+# another (go test -fuzz takes one target at a time). Their seed corpora,
+# testdata/fuzz/<target> in each package, run in every `make test`.
+FUZZTIME    ?= 10s
+FUZZ_TARGETS := \
+	./catalog:FuzzDecodeManifest \
+	./catalog:FuzzDecodePiece \
+	./catalog:FuzzParseHivePath \
+	./cloud:FuzzParseLocation \
+	./cloud:FuzzCheckKey \
+	./ingest:FuzzKafkaCheckpoint \
+	./ingest:FuzzDecodeCSV \
+	./ingest:FuzzDecodeJSON \
+	./internal/pqio:FuzzParseSchema
 
 # The sample table the demo adopts. import adopts files in place, so the demo
 # works on a copy and never touches testdata/.
@@ -20,7 +34,7 @@ LAKE        := lake
 # node_modules, so a wiped or fresh checkout installs again).
 TOOLS_STAMP := tools/node_modules/.sluice-installed
 
-.PHONY: all tools build demo test vet bench lint sample clean
+.PHONY: all tools build demo test vet bench fuzz lint sample clean
 
 all: build
 
@@ -64,6 +78,13 @@ test: tools vet
 
 bench: tools
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHTIME) -benchmem -timeout 60m ./...
+
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t#*:}; \
+		echo "== $$name ($$pkg) for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done
 
 # gofmt over every Go file of ours (not tools/node_modules), then vet and
 # staticcheck.

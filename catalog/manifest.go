@@ -245,5 +245,18 @@ func decodeManifest(key string, b []byte) (*Manifest, error) {
 	if m.Format > FormatVersion {
 		return nil, fmt.Errorf("%s: manifest format %d is newer than this sluice understands (%d): upgrade sluice", key, m.Format, FormatVersion)
 	}
+	// A type absent from the JSON is never parsed, so it must be caught
+	// here: a column or a partition field without a name or a type cannot
+	// be read or written.
+	for i, c := range m.Schema.Columns {
+		if c.Name == "" || c.Type.Kind == "" {
+			return nil, fmt.Errorf("%s: corrupt manifest: schema column %d has no name or no type", key, i+1)
+		}
+	}
+	for i, f := range m.Spec.Fields {
+		if f.Name == "" || f.Type.Kind == "" || (f.Transform != "day" && f.Transform != "identity") {
+			return nil, fmt.Errorf("%s: corrupt manifest: partition field %d has no name, no type or an unknown transform %q", key, i+1, f.Transform)
+		}
+	}
 	return &m, nil
 }

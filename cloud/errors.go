@@ -2,6 +2,7 @@ package cloud
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"unicode"
@@ -111,6 +112,14 @@ func OneLine(s string, limit int) string {
 	return s[:cut] + "…"
 }
 
+// The longest key, and the longest segment of one, that every store
+// takes: S3 and Azure name objects of up to 1024 bytes, and most local
+// file systems take names of up to 255.
+const (
+	maxKeyBytes     = 1024
+	maxSegmentBytes = 255
+)
+
 // checkKey enforces the keys every store accepts (see ErrInvalidKey).
 func checkKey(key string) error {
 	if key == "" {
@@ -122,12 +131,23 @@ func checkKey(key string) error {
 	if strings.ContainsRune(key, 0) {
 		return errors.New("key holds NUL")
 	}
+	// A backslash is a separator on Windows, and some services and tools
+	// take it for '/': a key holding one could name a different object,
+	// or climb out of its folder, depending on who reads it.
+	if strings.ContainsRune(key, '\\') {
+		return errors.New("key holds a backslash")
+	}
+	if len(key) > maxKeyBytes {
+		return fmt.Errorf("key of %d bytes is longer than %d", len(key), maxKeyBytes)
+	}
 	for _, seg := range strings.Split(key, "/") {
 		switch {
 		case seg == "":
 			return errors.New("key has an empty segment")
 		case seg == "." || seg == "..":
 			return errors.New("key has a '.' or '..' segment")
+		case len(seg) > maxSegmentBytes:
+			return fmt.Errorf("key has a segment of %d bytes, longer than %d", len(seg), maxSegmentBytes)
 		case strings.HasPrefix(seg, tmpPrefix):
 			return errors.New("key names a reserved " + tmpPrefix + " file")
 		}

@@ -59,7 +59,7 @@ func (s *localStore) Close() error { return nil }
 // again. create makes it first when it is missing.
 func (s *localStore) openRoot(create bool) (*os.Root, error) {
 	if create {
-		if err := os.MkdirAll(s.root, 0o755); err != nil {
+		if err := os.MkdirAll(s.root, dirPerm); err != nil {
 			return nil, err
 		}
 	}
@@ -296,6 +296,14 @@ func openFolder(r *os.Root, dir string) (*folder, error) {
 
 func (d *folder) close() { d.f.Close() }
 
+// The modes of what a local store creates, before the umask narrows them:
+// objects readable by the owner's group, never by everyone (a table can
+// hold anything), folders likewise.
+const (
+	filePerm fs.FileMode = 0o640
+	dirPerm  fs.FileMode = 0o750
+)
+
 // tmpName is a fresh temp name for the folder's next staged object.
 func tmpName() string { return fmt.Sprintf("%s%016x", tmpPrefix, rand.Uint64()) }
 
@@ -325,7 +333,7 @@ func stageCopy(ctx context.Context, d *folder, r io.Reader, size int64) (tmpPath
 	var tmp *os.File
 	for range 100 {
 		tmpPath = filepath.Join(d.name, tmpName())
-		tmp, err = d.root.OpenFile(tmpPath, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		tmp, err = d.root.OpenFile(tmpPath, os.O_RDWR|os.O_CREATE|os.O_EXCL, filePerm)
 		if !errors.Is(err, fs.ErrExist) {
 			break
 		}
@@ -373,6 +381,12 @@ func stageLink(d *folder, f *os.File, size int64) (string, fs.FileInfo, error) {
 	if !fi.Mode().IsRegular() || (size >= 0 && fi.Size() != size) {
 		return "", nil, errNoLink
 	}
+	// The object is f's inode: no wider open than a Put's own file.
+	if perm := fi.Mode().Perm(); perm&^filePerm != 0 {
+		if err := f.Chmod(perm & filePerm); err != nil {
+			return "", nil, fmt.Errorf("%w: %w", errNoLink, err)
+		}
+	}
 	for range 100 {
 		name := tmpName()
 		err := d.link(f.Name(), name)
@@ -405,7 +419,7 @@ func (s *localStore) put(ctx context.Context, key string, opts PutOptions, stage
 	defer r.Close()
 	dir, p := path.Dir(key), rel(key)
 	if dir != "." {
-		if err := r.MkdirAll(rel(dir), 0o755); err != nil {
+		if err := r.MkdirAll(rel(dir), dirPerm); err != nil {
 			return ObjectInfo{}, s.putErr(key, err)
 		}
 	}

@@ -90,12 +90,18 @@ func ParseLocation(location string) (Location, error) {
 		if bucket == "" {
 			return bad("no bucket")
 		}
+		if why := badPrefix(prefix); why != "" {
+			return bad(why)
+		}
 		return Location{Kind: KindS3, Bucket: bucket, Prefix: cleanPrefix(prefix)}, nil
 	case "az":
 		account, rest, _ := strings.Cut(rest, "/")
 		container, prefix, _ := strings.Cut(rest, "/")
 		if account == "" || container == "" {
 			return bad("want az://account/container/prefix")
+		}
+		if why := badPrefix(prefix); why != "" {
+			return bad(why)
 		}
 		return Location{Kind: KindAzure, Account: account, Bucket: container, Prefix: cleanPrefix(prefix)}, nil
 	case "abfss", "abfs", "wasbs", "wasb":
@@ -104,6 +110,9 @@ func ParseLocation(location string) (Location, error) {
 		account, _, _ := strings.Cut(host, ".")
 		if !ok || container == "" || account == "" {
 			return bad("want " + scheme + "://container@account.<endpoint>/prefix")
+		}
+		if why := badPrefix(prefix); why != "" {
+			return bad(why)
 		}
 		return Location{Kind: KindAzure, Account: account, Bucket: container, Prefix: cleanPrefix(prefix)}, nil
 	default:
@@ -131,6 +140,22 @@ func credentialsInURL(scheme, rest string) string {
 	user, _, hasUser := strings.Cut(authority, "@")
 	if hasUser && (scheme == "s3" || scheme == "az" || (azure && strings.Contains(user, ":"))) {
 		return "a " + scheme + ":// location takes no user info: credentials come from the environment"
+	}
+	return ""
+}
+
+// badPrefix says why a URL location's prefix is refused, or returns "":
+// one that climbs ('.' or '..' segments, which an HTTP client or service
+// may resolve out of the bucket or container), or holds NUL or a
+// backslash, which no key may (see ErrInvalidKey).
+func badPrefix(prefix string) string {
+	if strings.ContainsAny(prefix, "\x00\\") {
+		return "the prefix holds NUL or a backslash"
+	}
+	for _, seg := range strings.Split(prefix, "/") {
+		if seg == "." || seg == ".." {
+			return "the prefix has a '.' or '..' segment"
+		}
 	}
 	return ""
 }

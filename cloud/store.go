@@ -28,8 +28,10 @@ var (
 	ErrUnsupportedURL = errors.New("unsupported location")
 	// ErrPermission: the credentials were refused (401/403, EACCES).
 	ErrPermission = errors.New("permission denied")
-	// ErrInvalidKey: the key is empty, starts with '/', has an empty, "."
-	// or ".." segment, or names a reserved ".tmp-" file. Every store
+	// ErrInvalidKey: the key is empty, starts with '/', holds NUL or a
+	// backslash, is longer than 1024 bytes, has an empty, "." or ".."
+	// segment or one longer than 255 bytes, or names a reserved ".tmp-"
+	// file. Every store
 	// rejects the same keys, so a table that works on local disk works on
 	// S3 and Azure too.
 	ErrInvalidKey = errors.New("invalid key")

@@ -22,11 +22,14 @@ import (
 // exceed limit, Read fails with errCSVRecordTooLong, and the file fails
 // whole: the reader cannot find where the next record starts.
 type recorder struct {
-	r     io.Reader
-	buf   []byte
-	base  int64 // input offset of buf[0]
+	r   io.Reader
+	buf []byte
+	// drop is how many bytes at buf's start the last take returned: they
+	// stay until the next take, as the caller reads them until then.
+	drop  int
+	base  int64 // input offset of buf[drop]
 	eof   bool  // r has returned io.EOF
-	limit int   // the most bytes buf may hold; 0 for no limit
+	limit int   // the most bytes buf may hold past drop; 0 for no limit
 }
 
 // errCSVRecordTooLong is Read's error for a record longer than the limit.
@@ -37,7 +40,7 @@ var errCSVRecordTooLong = errors.New("a CSV record is longer than the record lim
 const csvReadSlack = 64 << 10
 
 func (rc *recorder) Read(p []byte) (int, error) {
-	if rc.limit > 0 && len(rc.buf) > rc.limit+csvReadSlack {
+	if rc.limit > 0 && len(rc.buf)-rc.drop > rc.limit+csvReadSlack {
 		return 0, errCSVRecordTooLong
 	}
 	n, err := rc.r.Read(p)
@@ -49,17 +52,17 @@ func (rc *recorder) Read(p []byte) (int, error) {
 }
 
 // atEOF tells whether the bytes last taken ran to the end of the input.
-func (rc *recorder) atEOF() bool { return rc.eof && len(rc.buf) == 0 }
+func (rc *recorder) atEOF() bool { return rc.eof && len(rc.buf) == rc.drop }
 
-// take returns the bytes from the start of the buffer to offset end, and
-// forgets them on the next call.
+// take returns the bytes from where the last take ended to offset end,
+// and forgets them on the next call: until then they stay as they are
+// (moving the rest over them now would overwrite what it returns).
 func (rc *recorder) take(end int64) []byte {
-	n := int(end - rc.base)
-	out := rc.buf[:n]
-	rest := copy(rc.buf, rc.buf[n:])
+	rest := copy(rc.buf, rc.buf[rc.drop:])
 	rc.buf = rc.buf[:rest]
-	rc.base = end
-	return out
+	n := int(end - rc.base)
+	rc.drop, rc.base = n, end
+	return rc.buf[:n:n]
 }
 
 func (d *decoder) decodeCSV(ctx context.Context, r io.Reader, emit emitFunc) error {
