@@ -308,6 +308,9 @@ func (d *decoder) treeRow(rec []byte, row []any) error {
 	if err := checkEscapes(rec); err != nil {
 		return err
 	}
+	if err := checkNumbers(v, &d.num); err != nil {
+		return err
+	}
 	obj, err := v.Object()
 	if err != nil {
 		return badRecord("want a JSON object, got %s", jsonKind(typeOfJSON(v)))

@@ -7,8 +7,13 @@ import (
 	"github.com/valyala/fastjson"
 )
 
-// fastjson parses what RFC 8259 allows, but reads string escapes on a
-// best effort: an escape the RFC does not have (\x, \u12) is kept as its
+// fastjson's parser takes more than RFC 8259 allows: numbers such as
+// `.`, `1.`, `.5`, `01`, `+1`, `1e`, `inf` and `nan` (as 0, 1, 0.5, 1,
+// ...), where encoding/json and every other reader refuse the record;
+// checkNumbers refuses them too. (One leniency is kept on both paths: a
+// raw control character inside a string, which the RFC wants escaped, is
+// taken and stored as written — nothing is lost or changed.) It reads
+// string escapes on a best effort: an escape the RFC does not have (\x, \u12) is kept as its
 // text, a lone surrogate (\ud800, a UTF-16 half that encodes no
 // character) as its six characters, and a high surrogate followed by
 // another escape (\ud800\u0041) as U+FFFD, eating the character after it.
@@ -132,4 +137,76 @@ func dupName(o *fastjson.Object, keys *[][]byte) []byte {
 		}
 	}
 	return nil
+}
+
+// checkNumbers returns why a number of v, a tree fastjson parsed, is not
+// an RFC 8259 number, or nil. num is scratch room for a number's text.
+func checkNumbers(v *fastjson.Value, num *[]byte) error {
+	switch v.Type() {
+	case fastjson.TypeNumber:
+		*num = v.MarshalTo((*num)[:0])
+		if !validNumber(*num) {
+			return badRecord("malformed JSON: invalid number %q", *num)
+		}
+	case fastjson.TypeArray:
+		a, _ := v.Array()
+		for _, e := range a {
+			if err := checkNumbers(e, num); err != nil {
+				return err
+			}
+		}
+	case fastjson.TypeObject:
+		o, _ := v.Object()
+		var err error
+		o.Visit(func(_ []byte, e *fastjson.Value) {
+			if err == nil {
+				err = checkNumbers(e, num)
+			}
+		})
+		return err
+	}
+	return nil
+}
+
+// validNumber reports whether b is a number of RFC 8259's grammar:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func validNumber(b []byte) bool {
+	i := 0
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	default:
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		j := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i == j {
+			return false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		j := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i == j {
+			return false
+		}
+	}
+	return i == len(b)
 }
