@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Kind is a column's logical type, as written in schema strings.
@@ -228,6 +230,9 @@ func (t Type) validateNames() error {
 			if f.Name == "" {
 				return fmt.Errorf("struct field %d has no name", i+1)
 			}
+			if err := checkNameText("struct field", f.Name); err != nil {
+				return err
+			}
 			names[i] = f.Name
 		}
 		if err := NameClash("struct field", names); err != nil {
@@ -344,12 +349,28 @@ func (s Schema) Validate() error {
 		if c.Name == "" {
 			return fmt.Errorf("column %d has no name", i+1)
 		}
+		if err := checkNameText("column", c.Name); err != nil {
+			return err
+		}
 		names[i] = c.Name
 		if err := c.Type.validateNames(); err != nil {
 			return fmt.Errorf("column %q: %w", c.Name, err)
 		}
 	}
 	return NameClash("column", names)
+}
+
+// checkNameText refuses a name that is not UTF-8 text, or holds a control
+// character: manifests are JSON, which would store such a name as U+FFFD
+// and so silently rename the column, and no engine can name it in SQL.
+func checkNameText(kind, name string) error {
+	if !utf8.ValidString(name) {
+		return fmt.Errorf("%s %q: the name is not UTF-8 text", kind, name)
+	}
+	if i := strings.IndexFunc(name, unicode.IsControl); i >= 0 {
+		return fmt.Errorf("%s %q: the name holds a control character", kind, name)
+	}
+	return nil
 }
 
 // NameClash returns an error naming the first two of names, both of kind
