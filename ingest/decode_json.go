@@ -308,9 +308,6 @@ func (d *decoder) treeRow(rec []byte, row []any) error {
 	if err := checkEscapes(rec); err != nil {
 		return err
 	}
-	if err := checkNumbers(v, &d.num); err != nil {
-		return err
-	}
 	obj, err := v.Object()
 	if err != nil {
 		return badRecord("want a JSON object, got %s", jsonKind(typeOfJSON(v)))
@@ -356,7 +353,10 @@ func (d *decoder) treeRow(rec []byte, row []any) error {
 		}
 		row[d.extra] = x
 	}
-	return nil
+	// Last: walking the tree makes fastjson unescape the names and
+	// strings it visits, and the text kept of a nested value (above)
+	// must be as written.
+	return checkNumbers(v, &d.num)
 }
 
 // decodeValue decodes one record that is a whole JSON object, as

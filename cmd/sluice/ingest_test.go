@@ -91,7 +91,7 @@ func TestIngestCommandErrors(t *testing.T) {
 func TestIngestCommandBadInputCorpus(t *testing.T) {
 	dir := t.TempDir()
 	land, loc := filepath.Join(dir, "landing"), filepath.Join(dir, "events")
-	copyDir(t, filepath.Join(repoRoot(t), "testdata", "bad"), land)
+	copyFiles(t, filepath.Join(repoRoot(t), "testdata", "bad"), land)
 	writeParquetFile(t, land, "incompatible.parquet", "event_id:uuid,list_id:int64,tally:int32,event_time:date",
 		[]any{"6f1c3b9e-2a4d-4b8e-9c1f-000000000099", int64(99), int32(1), time.Date(2024, 1, 31, 0, 0, 0, 0, time.UTC)})
 	initEvents(t, loc)

@@ -129,6 +129,30 @@ func copyDir(t testing.TB, src, dst string) {
 	}
 }
 
+// copyFiles copies the files of folder src, not its subfolders, into dst.
+func copyFiles(t testing.TB, src, dst string) {
+	t.Helper()
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if e.IsDir() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 type duck struct {
 	Rows     int64    `json:"rows"`
 	Checksum string   `json:"checksum"`
