@@ -7,11 +7,12 @@
 //    "summary":{...},"rows":N,"paths":["..."],"duck":{"rows":N,"checksum":"..."}}
 //
 // Usage:
-//   node tools/icerows.mjs [--all] METADATA_JSON_URL
+//   node tools/icerows.mjs [--all] [--files-only] METADATA_JSON_URL
 //
 //   METADATA_JSON_URL  file:///.../metadata/00003-<uuid>.metadata.json
 //   --all              every snapshot in the metadata, oldest first
 //                      (default: the current snapshot only)
+//   --files-only       resolve the live files only: no rows, no duck
 //
 // For each snapshot: icebird resolves the live data files (manifest list,
 // manifests, entry status) and decodes every row of them (rows); the
@@ -81,9 +82,10 @@ const { icebergManifests, icebergRead } = await import('icebird');
 
 const args = process.argv.slice(2);
 const all = args.includes('--all');
-const rest = args.filter((a) => a !== '--all');
+const filesOnly = args.includes('--files-only');
+const rest = args.filter((a) => a !== '--all' && a !== '--files-only');
 if (rest.length !== 1 || rest[0].startsWith('--')) {
-  fail('usage: node tools/icerows.mjs [--all] METADATA_JSON_URL', 2);
+  fail('usage: node tools/icerows.mjs [--all] [--files-only] METADATA_JSON_URL', 2);
 }
 const metaURL = rest[0];
 const metaFile = metaURL.startsWith('file://') ? fileURLToPath(metaURL) : metaURL;
@@ -108,16 +110,17 @@ async function readSnapshot(metadata, snap) {
       paths.push(e.data_file.file_path);
     }
   }
-  const rows = paths.length === 0 ? 0 : (await icebergRead({ tableUrl: metadata.location, metadata: m })).length;
-  return {
+  const out = {
     snapshot_id: String(snap['snapshot-id']),
     sequence_number: Number(snap['sequence-number'] ?? 0),
     operation: snap.summary?.operation,
     summary: snap.summary,
-    rows,
     paths,
-    duck: duck(paths),
   };
+  if (filesOnly) return out;
+  out.rows = paths.length === 0 ? 0 : (await icebergRead({ tableUrl: metadata.location, metadata: m })).length;
+  out.duck = duck(paths);
+  return out;
 }
 
 try {
