@@ -16,6 +16,7 @@ import (
 	_ "modernc.org/sqlite"             // the "sqlite" driver, pure Go
 
 	"github.com/sluice-data/sluice/catalog"
+	"github.com/sluice-data/sluice/cloud"
 )
 
 // CatalogName is the catalog name the mirror's rows carry in the SQL
@@ -128,14 +129,5 @@ func (c *Catalog) loadOrCreate(ctx context.Context, ident table.Identifier, tbl 
 // Iceberg metadata (metadata/*.metadata.json, manifest lists, manifests).
 const MetadataFolder = "_iceberg"
 
-// redact drops the password of a URL.
-func redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		return raw
-	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
-	}
-	return u.String()
-}
+// redact drops the password (and any query secret) of a catalog URL.
+func redact(raw string) string { return cloud.Redact(raw) }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sluice-data/sluice/cloud"
 	"github.com/sluice-data/sluice/iceberg"
 )
 
@@ -64,7 +65,7 @@ JDBC catalog reading them under that name.
 					return usageError{cmd: "sync", err: fmt.Errorf("iceberg sync: %s %q: want a plain name (no '.' or '/')", flag, v)}
 				}
 			}
-			out := map[string]any{"command": "iceberg sync", "table": args[0], "catalog": catURL}
+			out := map[string]any{"command": "iceberg sync", "table": args[0], "catalog": cloud.Redact(catURL)}
 			a.summary(out)
 			cat, err := iceberg.OpenCatalog(cmd.Context(), catURL)
 			if err != nil {
