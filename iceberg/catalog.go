@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"strings"
 
 	ice "github.com/apache/iceberg-go"
 	icecat "github.com/apache/iceberg-go/catalog"
 	icesql "github.com/apache/iceberg-go/catalog/sql"
+	iceio "github.com/apache/iceberg-go/io"
+	_ "github.com/apache/iceberg-go/io/gocloud/s3" // s3:// tables
 	"github.com/apache/iceberg-go/table"
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
 	_ "modernc.org/sqlite"             // the "sqlite" driver, pure Go
@@ -67,12 +70,24 @@ func OpenCatalog(ctx context.Context, rawURL string) (*Catalog, error) {
 		db.Close()
 		return nil, fmt.Errorf("open catalog %s: %w", redact(rawURL), err)
 	}
-	cat, err := icesql.NewCatalog(CatalogName, db, dialect, ice.Properties{})
+	cat, err := icesql.NewCatalog(CatalogName, db, dialect, ioProperties())
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open catalog %s: %w", redact(rawURL), err)
 	}
 	return &Catalog{url: redact(rawURL), db: db, cat: cat}, nil
+}
+
+// ioProperties are the properties iceberg-go's file IO takes for the
+// stores sluice reaches: an S3-compatible endpoint from AWS_ENDPOINT_URL,
+// as sluice's own S3 store takes it (path-style); credentials and region
+// come from the AWS chain, as for sluice.
+func ioProperties() ice.Properties {
+	props := ice.Properties{}
+	if ep := os.Getenv("AWS_ENDPOINT_URL"); ep != "" {
+		props[iceio.S3EndpointURL] = ep
+	}
+	return props
 }
 
 // URL is the catalog's URL, its password removed.

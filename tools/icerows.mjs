@@ -17,8 +17,9 @@
 // For each snapshot: icebird resolves the live data files (manifest list,
 // manifests, entry status) and decodes every row of them (rows); the
 // data files it resolved are then handed to tools/duckrows.mjs --hive for
-// the order-independent checksum (duck), so a test compares both with
-// DuckDB over `sluice files`. icebird 0.3.1 reads Avro deflate blocks with
+// the order-independent checksum (duck, local files only), so a test
+// compares both with DuckDB over `sluice files`. s3:// files are read from
+// AWS_ENDPOINT_URL when it is set. icebird 0.3.1 reads Avro deflate blocks with
 // a gzip decoder: icebird-inflate.mjs gives it raw inflate (see there).
 // file:// URLs are served by a small fetch shim (icebird reads through
 // fetch), with Range requests.
@@ -27,6 +28,7 @@
 // error.
 import { register } from 'node:module';
 import { execFileSync } from 'node:child_process';
+import { createHash, createHmac } from 'node:crypto';
 import { openSync, readSync, closeSync, statSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
@@ -38,9 +40,42 @@ function fail(msg, code = 1) {
   process.exit(code);
 }
 
+// icebird turns s3://bucket/key into https://bucket.s3.amazonaws.com/key;
+// with AWS_ENDPOINT_URL set (an S3-compatible store, as sluice takes it)
+// that becomes ENDPOINT/bucket/key, path-style, signed (s3Fetch).
+const s3Endpoint = process.env.AWS_ENDPOINT_URL?.replace(/\/+$/, '');
 const realFetch = globalThis.fetch;
+
+// s3Fetch sends a GET or HEAD signed with AWS Signature V4 from the
+// AWS_* environment (the test server checks signatures).
+function s3Fetch(url, init) {
+  const u = new URL(url);
+  const method = (init.method ?? 'GET').toUpperCase();
+  const region = process.env.AWS_REGION || 'us-east-1';
+  const now = new Date().toISOString().replace(/[-:]|\.\d{3}/g, '');
+  const day = now.slice(0, 8);
+  const headers = new Headers(init.headers);
+  headers.set('x-amz-date', now);
+  headers.set('x-amz-content-sha256', 'UNSIGNED-PAYLOAD');
+  if (process.env.AWS_SESSION_TOKEN) headers.set('x-amz-security-token', process.env.AWS_SESSION_TOKEN);
+  const signed = { host: u.host };
+  for (const [k, v] of headers) signed[k.toLowerCase()] = v.trim();
+  const names = Object.keys(signed).sort();
+  const path = u.pathname.split('/').map((seg) => encodeURIComponent(decodeURIComponent(seg))).join('/');
+  const query = [...u.searchParams].map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`).sort().join('&');
+  const canonical = [method, path, query, names.map((n) => `${n}:${signed[n]}\n`).join(''), names.join(';'), 'UNSIGNED-PAYLOAD'].join('\n');
+  const scope = `${day}/${region}/s3/aws4_request`;
+  const toSign = ['AWS4-HMAC-SHA256', now, scope, createHash('sha256').update(canonical).digest('hex')].join('\n');
+  let key = `AWS4${process.env.AWS_SECRET_ACCESS_KEY ?? ''}`;
+  for (const part of [day, region, 's3', 'aws4_request']) key = createHmac('sha256', key).update(part).digest();
+  const sig = createHmac('sha256', key).update(toSign).digest('hex');
+  headers.set('authorization', `AWS4-HMAC-SHA256 Credential=${process.env.AWS_ACCESS_KEY_ID}/${scope}, SignedHeaders=${names.join(';')}, Signature=${sig}`);
+  return realFetch(url, { ...init, method, headers });
+}
 globalThis.fetch = async (input, init = {}) => {
   const url = String(input instanceof Request ? input.url : input);
+  const aws = /^https:\/\/([^./]+)\.s3\.amazonaws\.com\/(.*)$/.exec(url);
+  if (aws && s3Endpoint) return s3Fetch(`${s3Endpoint}/${aws[1]}/${aws[2]}`, init);
   if (!url.startsWith('file://')) return realFetch(input, init);
   const file = fileURLToPath(url);
   let size;
@@ -119,13 +154,23 @@ async function readSnapshot(metadata, snap) {
   };
   if (filesOnly) return out;
   out.rows = paths.length === 0 ? 0 : (await icebergRead({ tableUrl: metadata.location, metadata: m })).length;
-  out.duck = duck(paths);
+  // DuckDB reads local files only here (no httpfs offline).
+  if (paths.every((p) => p.startsWith('file://'))) out.duck = duck(paths);
   return out;
 }
 
 try {
   // Snapshot ids are 64-bit: quote them before JSON.parse rounds them.
-  const text = readFileSync(metaFile, 'utf8').replace(
+  let raw;
+  if (metaURL.startsWith('file://')) {
+    raw = readFileSync(metaFile, 'utf8');
+  } else {
+    const s3 = /^s3a?:\/\/([^/]+)\/(.*)$/.exec(metaURL);
+    const res = await fetch(s3 ? `https://${s3[1]}.s3.amazonaws.com/${s3[2]}` : metaURL);
+    if (!res.ok) throw new Error(`${metaURL}: ${res.status} ${res.statusText}`);
+    raw = await res.text();
+  }
+  const text = raw.replace(
     /"(snapshot-id|parent-snapshot-id|current-snapshot-id)"\s*:\s*(-?\d+)/g, '"$1":"$2"');
   const metadata = JSON.parse(text);
   let snaps = [...(metadata.snapshots ?? [])].sort((a, b) => Number(a['sequence-number']) - Number(b['sequence-number']));
