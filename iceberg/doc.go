@@ -12,5 +12,9 @@
 // at any point leaves either the previous snapshot or the new one current,
 // never a half-made one.
 //
-// It imports catalog and cloud only.
+// Files: sync.go Sync and the per-version snapshot; catalog.go the SQL
+// catalog and creating the mirror; schema.go the type and partition
+// mapping. The mirror's metadata lives under the table's _iceberg/ folder,
+// on whatever store the table is (local disk, S3). It imports catalog and
+// cloud only, never the jobs (ingest, compact, rollup, warehouse).
 package iceberg
