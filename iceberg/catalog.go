@@ -54,9 +54,12 @@ func OpenCatalog(ctx context.Context, rawURL string) (*Catalog, error) {
 		if u.Path == "" || u.Host != "" {
 			return nil, fmt.Errorf("%w %q: want sqlite:///path/catalog.db (three slashes, an absolute path)", ErrCatalogURL, rawURL)
 		}
-		// WAL and a busy timeout let a reader and a sync share the file.
+		// WAL and a busy timeout let a reader and a sync share the file;
+		// transactions take the write lock when they begin, so two
+		// writers wait for each other rather than fail upgrading a read
+		// lock (SQLITE_BUSY, which no busy timeout retries).
 		driver, dialect = "sqlite", icesql.SQLite
-		dsn = "file:" + u.Path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"
+		dsn = "file:" + u.Path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate"
 	case "postgres", "postgresql":
 		driver, dialect, dsn = "pgx", icesql.Postgres, rawURL
 	default:

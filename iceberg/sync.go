@@ -82,40 +82,68 @@ func Sync(ctx context.Context, tbl *catalog.Table, cat *Catalog, opts Options) (
 		return res, err
 	}
 	res.Created = created
+	for attempt := 0; ; attempt++ {
+		err := syncFrom(ctx, it, tbl, latest, attempt == 0, &res, opts)
+		if err == nil || attempt >= maxConflicts {
+			return res, err
+		}
+		// A commit that failed because a rival sync moved the mirror
+		// first (iceberg-go has no sentinel for a failed requirement)
+		// resumes after what the rival mirrored; any other failure
+		// leaves the mirror where it was, and is returned.
+		reloaded, lerr := cat.Load(ctx, ident)
+		if lerr != nil {
+			return res, err
+		}
+		if now, verr := mirroredVersion(reloaded); verr != nil || now <= res.Version {
+			return res, err
+		}
+		it = reloaded
+	}
+}
+
+// maxConflicts bounds how often one sync resumes after a rival's commit.
+const maxConflicts = 20
+
+// syncFrom mirrors the versions after the one the current snapshot of
+// it records, up to latest, recording progress in res.
+func syncFrom(ctx context.Context, it *table.Table, tbl *catalog.Table, latest int64, first bool, res *Result, opts Options) error {
 	done, err := mirroredVersion(it)
 	if err != nil {
-		return res, err
+		return err
 	}
-	res.From = done
+	if first {
+		res.From = done
+	}
 	res.Version = done
 	res.MetadataLocation = it.MetadataLocation()
 	if s := it.CurrentSnapshot(); s != nil {
 		res.SnapshotID = s.SnapshotID
 	}
 	if done > latest {
-		return res, fmt.Errorf("the mirror %s records version %d, beyond the table's latest %d: it mirrors another table", res.Identifier, done, latest)
+		return fmt.Errorf("the mirror %s records version %d, beyond the table's latest %d: it mirrors another table", res.Identifier, done, latest)
 	}
 	var prev map[string]catalog.DataFile
 	if done > 0 {
 		m, err := tbl.Manifest(ctx, done)
 		if err != nil {
-			return res, fmt.Errorf("read version %d: %w", done, err)
+			return fmt.Errorf("read version %d: %w", done, err)
 		}
 		if prev, err = liveFiles(ctx, tbl, m); err != nil {
-			return res, err
+			return err
 		}
 	}
 	for v := done + 1; v <= latest; v++ {
 		m, err := tbl.Manifest(ctx, v)
 		if err != nil {
-			return res, fmt.Errorf("read version %d: %w", v, err)
+			return fmt.Errorf("read version %d: %w", v, err)
 		}
 		cur, err := liveFiles(ctx, tbl, m)
 		if err != nil {
-			return res, err
+			return err
 		}
 		if it, err = mirrorVersion(ctx, it, tbl, m, prev, cur); err != nil {
-			return res, fmt.Errorf("mirror version %d: %w", v, err)
+			return fmt.Errorf("mirror version %d: %w", v, err)
 		}
 		prev = cur
 		s := it.CurrentSnapshot()
@@ -127,7 +155,7 @@ func Sync(ctx context.Context, tbl *catalog.Table, cat *Catalog, opts Options) (
 			opts.Progress(Snapshot{SnapshotID: s.SnapshotID, Version: v, Operation: string(s.Summary.Operation), MetadataLocation: it.MetadataLocation()})
 		}
 	}
-	return res, nil
+	return nil
 }
 
 // mirroredVersion is the sluice version the table's current snapshot
