@@ -1,0 +1,111 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sluice-data/sluice/cloud"
+	"github.com/sluice-data/sluice/iceberg"
+)
+
+func (a *app) icebergCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "iceberg",
+		Short: "Mirror a table's versions as Apache Iceberg snapshots",
+		Long: `Mirror a table as an Apache Iceberg table, so that any Iceberg reader
+(Spark, Trino, DuckDB, ...) sees exactly the live files of a committed version,
+and older versions by snapshot. sluice's own versions stay the source of truth;
+the mirror is registered in an Iceberg SQL catalog (SQLite or PostgreSQL) and
+its metadata is written under the table's _iceberg/ folder. Data files are
+registered where they are, never copied.`,
+		Args: exactArgs(0, "a subcommand"),
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(a.icebergSyncCommand())
+	return cmd
+}
+
+func (a *app) icebergSyncCommand() *cobra.Command {
+	var catURL, namespace, name string
+	cmd := &cobra.Command{
+		Use:   "sync TABLE --catalog sqlite:///path/catalog.db [--namespace NS] [--name N]",
+		Short: "Bring the Iceberg mirror of a table up to its latest version",
+		Long: `Bring the Iceberg mirror of TABLE, in the SQL catalog --catalog, up to the
+table's latest version: every version not yet mirrored becomes one Iceberg
+snapshot, in order. Appends are Iceberg appends, compactions replaces, and a
+rollback or other removal an overwrite to exactly that version's files. Each
+snapshot's summary carries sluice.version=N: sync is idempotent, and resumes
+where a killed or failed sync stopped. The mirror is created on first sync
+(and its namespace, if missing) with the table's schema and day(col)
+partitioning; schema changes are not mirrored yet.
+
+--catalog is sqlite:///path/catalog.db (one file, created if missing) or
+postgres://user@host/db (the password from the URL or PGPASSWORD, never
+printed). The catalog's rows carry the catalog name "sluice": configure a
+JDBC catalog reading them under that name.
+
+--json prints {"catalog", "identifier", "snapshot_id", "version",
+"metadata_location", "mirrored", ...}: hand metadata_location to a reader.`,
+		Example: `  sluice iceberg sync ./lake/events --catalog sqlite:///var/lib/sluice/catalog.db
+  sluice iceberg sync s3://lake/events --catalog postgres://sluice@db/lake --namespace lake --name events --json`,
+		Args: exactArgs(1, "TABLE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if catURL == "" {
+				return usageError{cmd: "sync", err: errors.New("iceberg sync: --catalog URL is required")}
+			}
+			if name == "" {
+				name = path.Base(strings.TrimRight(args[0], "/"))
+			}
+			for flag, v := range map[string]string{"--namespace": namespace, "--name": name} {
+				if v == "" || v == "." || v == "/" || strings.ContainsAny(v, "./\x00") {
+					return usageError{cmd: "sync", err: fmt.Errorf("iceberg sync: %s %q: want a plain name (no '.' or '/')", flag, v)}
+				}
+			}
+			out := map[string]any{"command": "iceberg sync", "table": args[0], "catalog": cloud.Redact(catURL)}
+			a.summary(out)
+			cat, err := iceberg.OpenCatalog(cmd.Context(), catURL)
+			if err != nil {
+				return err
+			}
+			defer cat.Close()
+			out["catalog"] = cat.URL()
+			t, err := a.openTable(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			defer t.Close()
+			res, syncErr := iceberg.Sync(cmd.Context(), t, cat, iceberg.Options{
+				Namespace: namespace, Name: name,
+				Progress: func(s iceberg.Snapshot) {
+					a.logger.Info("mirrored", "version", s.Version, "snapshot_id", s.SnapshotID, "operation", s.Operation)
+				},
+			})
+			out["identifier"] = res.Identifier
+			out["snapshot_id"] = res.SnapshotID
+			out["version"] = res.Version
+			out["metadata_location"] = res.MetadataLocation
+			out["mirrored"] = res.Mirrored
+			out["created"] = res.Created
+			if syncErr != nil {
+				return fmt.Errorf("iceberg sync %s: %w", args[0], syncErr)
+			}
+			if !a.jsonOut {
+				if res.Mirrored == 0 {
+					fmt.Fprintf(a.stdout, "%s already mirrors version %d (snapshot %d)\n", res.Identifier, res.Version, res.SnapshotID)
+				} else {
+					fmt.Fprintf(a.stdout, "mirrored versions %d..%d as %s: snapshot %d, metadata %s\n", res.From+1, res.Version, res.Identifier, res.SnapshotID, res.MetadataLocation)
+				}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&catURL, "catalog", "", "Iceberg SQL catalog: sqlite:///path/catalog.db or postgres://user@host/db")
+	f.StringVar(&namespace, "namespace", "sluice", "Iceberg namespace of the mirror (created if missing)")
+	f.StringVar(&name, "name", "", "Iceberg table name (default: the table folder's name)")
+	return cmd
+}

@@ -1,0 +1,151 @@
+package iceberg
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+
+	ice "github.com/apache/iceberg-go"
+	icecat "github.com/apache/iceberg-go/catalog"
+	icesql "github.com/apache/iceberg-go/catalog/sql"
+	iceio "github.com/apache/iceberg-go/io"
+	_ "github.com/apache/iceberg-go/io/gocloud/s3" // s3:// tables
+	"github.com/apache/iceberg-go/table"
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
+	_ "modernc.org/sqlite"             // the "sqlite" driver, pure Go
+
+	"github.com/sluice-data/sluice/catalog"
+	"github.com/sluice-data/sluice/cloud"
+)
+
+// CatalogName is the catalog name the mirror's rows carry in the SQL
+// catalog's tables (their catalog_name column): a JDBC catalog reading
+// them must be configured under this name.
+const CatalogName = "sluice"
+
+// Catalog is an Iceberg SQL catalog: SQLite (one file, no server) or
+// PostgreSQL.
+type Catalog struct {
+	url string
+	db  *sql.DB
+	cat *icesql.Catalog
+}
+
+// ErrCatalogURL is returned for a catalog URL that is neither
+// sqlite:///path nor postgres://.
+var ErrCatalogURL = errors.New("bad catalog URL")
+
+// OpenCatalog opens the SQL catalog at rawURL, creating its tables if
+// missing: sqlite:///path/catalog.db, or postgres://user@host/db (a
+// PostgreSQL connection URL). The caller closes it.
+func OpenCatalog(ctx context.Context, rawURL string) (*Catalog, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("%w %q: %v", ErrCatalogURL, redact(rawURL), err)
+	}
+	var driver, dsn string
+	var dialect icesql.SupportedDialect
+	switch u.Scheme {
+	case "sqlite":
+		if u.Path == "" || u.Host != "" {
+			return nil, fmt.Errorf("%w %q: want sqlite:///path/catalog.db (three slashes, an absolute path)", ErrCatalogURL, rawURL)
+		}
+		// WAL and a busy timeout let a reader and a sync share the file;
+		// transactions take the write lock when they begin, so two
+		// writers wait for each other rather than fail upgrading a read
+		// lock (SQLITE_BUSY, which no busy timeout retries).
+		driver, dialect = "sqlite", icesql.SQLite
+		dsn = "file:" + u.Path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate"
+	case "postgres", "postgresql":
+		driver, dialect, dsn = "pgx", icesql.Postgres, rawURL
+	default:
+		return nil, fmt.Errorf("%w %q: want sqlite:///path/catalog.db or postgres://...", ErrCatalogURL, redact(rawURL))
+	}
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open catalog %s: %w", redact(rawURL), err)
+	}
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open catalog %s: %w", redact(rawURL), err)
+	}
+	cat, err := icesql.NewCatalog(CatalogName, db, dialect, ioProperties())
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open catalog %s: %w", redact(rawURL), err)
+	}
+	return &Catalog{url: redact(rawURL), db: db, cat: cat}, nil
+}
+
+// ioProperties are the properties iceberg-go's file IO takes for the
+// stores sluice reaches: an S3-compatible endpoint from AWS_ENDPOINT_URL,
+// as sluice's own S3 store takes it (path-style); credentials and region
+// come from the AWS chain, as for sluice.
+func ioProperties() ice.Properties {
+	props := ice.Properties{}
+	if ep := os.Getenv("AWS_ENDPOINT_URL"); ep != "" {
+		props[iceio.S3EndpointURL] = ep
+	}
+	return props
+}
+
+// URL is the catalog's URL, its password removed.
+func (c *Catalog) URL() string { return c.url }
+
+// Close releases the catalog's connections.
+func (c *Catalog) Close() error {
+	err := c.cat.Close()
+	return errors.Join(err, c.db.Close())
+}
+
+// Load returns the mirror table ident.
+func (c *Catalog) Load(ctx context.Context, ident table.Identifier) (*table.Table, error) {
+	return c.cat.LoadTable(ctx, ident)
+}
+
+// loadOrCreate loads the mirror ident, or creates it (and its namespace)
+// with the schema and partitioning of the table's first version, located
+// in the table's _iceberg folder.
+func (c *Catalog) loadOrCreate(ctx context.Context, ident table.Identifier, tbl *catalog.Table, m *catalog.Manifest) (*table.Table, bool, error) {
+	it, err := c.cat.LoadTable(ctx, ident)
+	if err == nil {
+		return it, false, nil
+	}
+	if !errors.Is(err, icecat.ErrNoSuchTable) {
+		return nil, false, fmt.Errorf("load %s: %w", strings.Join(ident, "."), err)
+	}
+	sch, err := icebergSchema(m.Schema, m.Spec)
+	if err != nil {
+		return nil, false, err
+	}
+	spec, err := icebergSpec(m.Spec, sch)
+	if err != nil {
+		return nil, false, err
+	}
+	ns := icecat.NamespaceFromIdent(ident)
+	if err := c.cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, icecat.ErrNamespaceAlreadyExists) {
+		return nil, false, fmt.Errorf("create namespace %s: %w", strings.Join(ns, "."), err)
+	}
+	loc := fileLocation(tbl.Store().URL(MetadataFolder))
+	it, err = c.cat.CreateTable(ctx, ident, sch, icecat.WithLocation(loc), icecat.WithPartitionSpec(&spec),
+		icecat.WithProperties(ice.Properties{"format-version": "2"}))
+	if errors.Is(err, icecat.ErrTableAlreadyExists) {
+		// A rival sync created it first.
+		it, err = c.cat.LoadTable(ctx, ident)
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("create %s: %w", strings.Join(ident, "."), err)
+	}
+	return it, true, nil
+}
+
+// MetadataFolder is the folder under the table root holding the mirror's
+// Iceberg metadata (metadata/*.metadata.json, manifest lists, manifests).
+const MetadataFolder = "_iceberg"
+
+// redact drops the password (and any query secret) of a catalog URL.
+func redact(raw string) string { return cloud.Redact(raw) }

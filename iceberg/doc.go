@@ -1,0 +1,20 @@
+// Package iceberg mirrors a sluice table's versions as Apache Iceberg
+// snapshots in a SQL catalog (SQLite or PostgreSQL), so that any Iceberg
+// reader sees exactly the live files of a committed version, with time
+// travel by snapshot.
+//
+// sluice's own manifest stays the source of truth. Sync turns each version
+// not yet mirrored into one Iceberg snapshot, in order, through
+// github.com/apache/iceberg-go, which writes all Iceberg metadata (table
+// metadata JSON, manifest lists, manifests); the data files are registered
+// where they are, never rewritten. Every snapshot's summary carries
+// sluice.version, which is how a later sync knows where to resume: a crash
+// at any point leaves either the previous snapshot or the new one current,
+// never a half-made one.
+//
+// Files: sync.go Sync and the per-version snapshot; catalog.go the SQL
+// catalog and creating the mirror; schema.go the type and partition
+// mapping. The mirror's metadata lives under the table's _iceberg/ folder,
+// on whatever store the table is (local disk, S3). It imports catalog and
+// cloud only, never the jobs (ingest, compact, rollup, warehouse).
+package iceberg

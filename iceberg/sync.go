@@ -1,0 +1,296 @@
+package iceberg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	ice "github.com/apache/iceberg-go"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/sluice-data/sluice/catalog"
+)
+
+// Summary properties every mirrored snapshot carries.
+const (
+	// PropVersion is the sluice version a snapshot mirrors.
+	PropVersion = "sluice.version"
+	// PropOperation is the sluice operation that made that version.
+	PropOperation = "sluice.operation"
+)
+
+// Options say where a table is mirrored.
+type Options struct {
+	// Namespace is the Iceberg namespace (created if missing); default
+	// "sluice".
+	Namespace string
+	// Name is the Iceberg table name; default the table folder's last
+	// element.
+	Name string
+	// Progress, when set, is called after each snapshot committed.
+	Progress func(Snapshot)
+}
+
+// Snapshot is one mirrored version.
+type Snapshot struct {
+	SnapshotID       int64  `json:"snapshot_id"`
+	Version          int64  `json:"version"`
+	Operation        string `json:"operation"`
+	MetadataLocation string `json:"metadata_location"`
+}
+
+// Result says what a sync did and where the mirror now stands.
+type Result struct {
+	Identifier       string `json:"identifier"`
+	SnapshotID       int64  `json:"snapshot_id"`
+	Version          int64  `json:"version"`
+	MetadataLocation string `json:"metadata_location"`
+	// Mirrored counts the snapshots this sync committed (0 when the
+	// mirror was already current).
+	Mirrored int   `json:"mirrored"`
+	Created  bool  `json:"created"`
+	From     int64 `json:"from_version"`
+}
+
+// ErrSchemaChanged is returned when a version's schema or partition spec
+// differs from the mirror's: schema evolution is not mirrored yet.
+var ErrSchemaChanged = errors.New("schema or partitioning changed")
+
+// Sync brings the Iceberg mirror of tbl in cat up to tbl's newest version:
+// each version after the one the mirror's current snapshot records becomes
+// one snapshot, in order. It is idempotent, and resumes where a crashed or
+// interrupted sync stopped.
+func Sync(ctx context.Context, tbl *catalog.Table, cat *Catalog, opts Options) (Result, error) {
+	ident := table.Identifier{opts.Namespace, opts.Name}
+	res := Result{Identifier: strings.Join(ident, ".")}
+	latest, err := tbl.LatestVersion(ctx)
+	if err != nil {
+		return res, fmt.Errorf("read the table's latest version: %w", err)
+	}
+	if latest < 1 {
+		return res, fmt.Errorf("table %s has no version to mirror", tbl.Location())
+	}
+	first, err := tbl.Manifest(ctx, 1)
+	if err != nil {
+		return res, fmt.Errorf("read version 1: %w", err)
+	}
+	it, created, err := cat.loadOrCreate(ctx, ident, tbl, first)
+	if err != nil {
+		return res, err
+	}
+	res.Created = created
+	for attempt := 0; ; attempt++ {
+		err := syncFrom(ctx, it, tbl, latest, attempt == 0, &res, opts)
+		if err == nil || attempt >= maxConflicts {
+			return res, err
+		}
+		// A commit that failed because a rival sync moved the mirror
+		// first (iceberg-go has no sentinel for a failed requirement)
+		// resumes after what the rival mirrored; any other failure
+		// leaves the mirror where it was, and is returned.
+		reloaded, lerr := cat.Load(ctx, ident)
+		if lerr != nil {
+			return res, err
+		}
+		if now, verr := mirroredVersion(reloaded); verr != nil || now <= res.Version {
+			return res, err
+		}
+		it = reloaded
+	}
+}
+
+// maxConflicts bounds how often one sync resumes after a rival's commit.
+const maxConflicts = 20
+
+// syncFrom mirrors the versions after the one the current snapshot of
+// it records, up to latest, recording progress in res.
+func syncFrom(ctx context.Context, it *table.Table, tbl *catalog.Table, latest int64, first bool, res *Result, opts Options) error {
+	done, err := mirroredVersion(it)
+	if err != nil {
+		return err
+	}
+	if first {
+		res.From = done
+	}
+	res.Version = done
+	res.MetadataLocation = it.MetadataLocation()
+	if s := it.CurrentSnapshot(); s != nil {
+		res.SnapshotID = s.SnapshotID
+	}
+	if done > latest {
+		return fmt.Errorf("the mirror %s records version %d, beyond the table's latest %d: it mirrors another table", res.Identifier, done, latest)
+	}
+	var prev map[string]catalog.DataFile
+	if done > 0 {
+		m, err := tbl.Manifest(ctx, done)
+		if err != nil {
+			return fmt.Errorf("read version %d: %w", done, err)
+		}
+		if prev, err = liveFiles(ctx, tbl, m); err != nil {
+			return err
+		}
+	}
+	for v := done + 1; v <= latest; v++ {
+		m, err := tbl.Manifest(ctx, v)
+		if err != nil {
+			return fmt.Errorf("read version %d: %w", v, err)
+		}
+		cur, err := liveFiles(ctx, tbl, m)
+		if err != nil {
+			return err
+		}
+		if it, err = mirrorVersion(ctx, it, tbl, m, prev, cur); err != nil {
+			return fmt.Errorf("mirror version %d: %w", v, err)
+		}
+		prev = cur
+		s := it.CurrentSnapshot()
+		res.Mirrored++
+		res.Version = v
+		res.SnapshotID = s.SnapshotID
+		res.MetadataLocation = it.MetadataLocation()
+		if opts.Progress != nil {
+			opts.Progress(Snapshot{SnapshotID: s.SnapshotID, Version: v, Operation: string(s.Summary.Operation), MetadataLocation: it.MetadataLocation()})
+		}
+	}
+	return nil
+}
+
+// mirroredVersion is the sluice version the table's current snapshot
+// mirrors, 0 when it has none yet.
+func mirroredVersion(it *table.Table) (int64, error) {
+	s := it.CurrentSnapshot()
+	if s == nil {
+		return 0, nil
+	}
+	if s.Summary == nil || s.Summary.Properties[PropVersion] == "" {
+		return 0, fmt.Errorf("the Iceberg table's current snapshot %d has no %s: it was not written by sluice iceberg sync", s.SnapshotID, PropVersion)
+	}
+	v, err := strconv.ParseInt(s.Summary.Properties[PropVersion], 10, 64)
+	if err != nil || v < 1 {
+		return 0, fmt.Errorf("the Iceberg table's current snapshot %d: %s=%q is not a version", s.SnapshotID, PropVersion, s.Summary.Properties[PropVersion])
+	}
+	return v, nil
+}
+
+// liveFiles returns version m's live files by their Iceberg path.
+func liveFiles(ctx context.Context, tbl *catalog.Table, m *catalog.Manifest) (map[string]catalog.DataFile, error) {
+	files, err := tbl.Files(ctx, m)
+	if err != nil {
+		return nil, fmt.Errorf("list version %d's files: %w", m.Version, err)
+	}
+	out := make(map[string]catalog.DataFile, len(files))
+	for _, f := range files {
+		out[fileLocation(tbl.FileURL(f))] = f
+	}
+	return out, nil
+}
+
+// mirrorVersion commits version m as one snapshot on it, given the files
+// of the version mirrored before it (prev) and its own (cur): files only
+// added are an append; files rewritten by a compaction a replace; any
+// other removal (a rollback, a delete) an overwrite. A version that
+// changed no file is an empty append, so that every version has its
+// snapshot.
+func mirrorVersion(ctx context.Context, it *table.Table, tbl *catalog.Table, m *catalog.Manifest, prev, cur map[string]catalog.DataFile) (*table.Table, error) {
+	if err := sameShape(it, m); err != nil {
+		return nil, err
+	}
+	spec := it.Spec()
+	var add, del []ice.DataFile
+	for p, f := range cur {
+		if _, ok := prev[p]; !ok {
+			df, err := dataFile(p, f, m.Spec, spec)
+			if err != nil {
+				return nil, err
+			}
+			add = append(add, df)
+		}
+	}
+	for p, f := range prev {
+		if _, ok := cur[p]; !ok {
+			df, err := dataFile(p, f, m.Spec, spec)
+			if err != nil {
+				return nil, err
+			}
+			del = append(del, df)
+		}
+	}
+	props := ice.Properties{PropVersion: strconv.FormatInt(m.Version, 10), PropOperation: m.Operation}
+	tx := it.NewTransaction()
+	// The commit is a compare-and-swap on the current snapshot: a rival
+	// sync that mirrored this version first makes ours fail, never
+	// mirror it twice.
+	if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
+		return nil, err
+	}
+	var err error
+	switch {
+	case len(del) == 0 && len(add) == 0:
+		err = tx.AddFiles(ctx, nil, props, false)
+	case len(del) == 0:
+		err = tx.AddDataFiles(ctx, add, props)
+	case !m.Summary.DataChange && len(add) > 0:
+		rw := tx.NewRewrite(props)
+		for _, df := range del {
+			rw.DeleteFile(df)
+		}
+		for _, df := range add {
+			rw.AddDataFile(df)
+		}
+		err = rw.Commit(ctx)
+	default:
+		err = tx.ReplaceDataFilesWithDataFiles(ctx, del, add, props)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("stage the snapshot: %w", err)
+	}
+	next, err := tx.Commit(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("commit the snapshot: %w", err)
+	}
+	return next, nil
+}
+
+// sameShape refuses a version whose schema or partitioning differs from
+// the mirror's.
+func sameShape(it *table.Table, m *catalog.Manifest) error {
+	sch, err := icebergSchema(m.Schema, m.Spec)
+	if err != nil {
+		return err
+	}
+	if !sch.Equals(it.Schema()) {
+		return fmt.Errorf("version %d: %w (mirror %s, table %s): evolving the mirror is not built yet", m.Version, ErrSchemaChanged, it.Schema(), sch)
+	}
+	spec := it.Spec()
+	if spec.NumFields() != len(m.Spec.Fields) {
+		return fmt.Errorf("version %d: %w: partitioned by %q, the mirror by %s", m.Version, ErrSchemaChanged, m.Spec, spec)
+	}
+	return nil
+}
+
+// dataFile describes sluice file f, at Iceberg path p, to Iceberg: its
+// size, rows and partition tuple, all from the sluice manifest; the file
+// itself is not read.
+func dataFile(p string, f catalog.DataFile, spec catalog.PartitionSpec, ispec ice.PartitionSpec) (ice.DataFile, error) {
+	part, types, err := partitionData(spec, ispec, f)
+	if err != nil {
+		return nil, err
+	}
+	b, err := ice.NewDataFileBuilder(ispec, ice.EntryContentData, p, ice.ParquetFile, part, types, nil, f.Rows, f.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("describe %s: %w", p, err)
+	}
+	return b.Build(), nil
+}
+
+// fileLocation is a location as Iceberg writes it: a URL, file:// for
+// local paths.
+func fileLocation(loc string) string {
+	if strings.HasPrefix(loc, "/") {
+		return "file://" + loc
+	}
+	return loc
+}
