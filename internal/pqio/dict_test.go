@@ -3,6 +3,7 @@ package pqio
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -17,7 +18,8 @@ import (
 // when a later file's first batch would decide otherwise.
 func TestParquetWriterDropsTheDictionaryOfDistinctStrings(t *testing.T) {
 	ctx := context.Background()
-	st := newTestStore(t)
+	dir := t.TempDir()
+	st := openTestStore(t, dir)
 	schema := pqSchema(t, "id:int64,payload:string?,agent:string,short:string?")
 	codecs := NewCodecs()
 	write := func(key string, rows [][]any) map[string][]format.Encoding {
@@ -81,6 +83,22 @@ func TestParquetWriterDropsTheDictionaryOfDistinctStrings(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, rows) {
 		t.Fatalf("read back %d rows that differ from the %d written", len(got), len(rows))
+	}
+	// DuckDB reads the same values.
+	var want []string
+	for _, r := range rows {
+		cells := []string{fmt.Sprint(r[0])}
+		for _, v := range r[1:] {
+			if v == nil {
+				v = "NULL"
+			}
+			cells = append(cells, v.(string))
+		}
+		want = append(want, strings.Join(cells, "\t"))
+	}
+	slices.Sort(want)
+	if duck := duckRows(t, fmt.Sprintf("select id, payload, agent, short from read_parquet('%s')", filepath.Join(dir, "a.parquet"))); !slices.Equal(duck, want) {
+		t.Fatalf("DuckDB reads %d rows that differ from the %d written", len(duck), len(want))
 	}
 
 	// The next file's payloads repeat, its agents do not: the decisions
