@@ -47,11 +47,15 @@ type adaptiveZstd struct {
 
 // Codecs hands out one shared codec per column name, for writers of one
 // table in one run: what the first pages of a column taught holds for the
-// same column in the next file. The zero value is not usable; a nil
+// same column in the next file, and so does whether its values are too
+// distinct for a dictionary (see noDictionary). The zero value is not usable; a nil
 // *Codecs gives every call a fresh codec.
 type Codecs struct {
 	mu sync.Mutex
 	m  map[string]*adaptiveZstd
+	// noDict is what the first large enough sample of a string column
+	// said of its dictionary (see noDictionary).
+	noDict map[string]bool
 }
 
 // NewCodecs returns an empty set of shared column codecs.

@@ -69,7 +69,10 @@ func WriteParquet(ctx context.Context, st cloud.Store, key string, schema Schema
 type ParquetWriter struct {
 	schema Schema
 	tmp    *os.File
+	// w is made by start, at the first Write of a flat schema, once the
+	// first batch has said which string columns get a dictionary.
 	w      *parquet.GenericWriter[any]
+	codecs *Codecs
 	enc    []func(any) (parquet.Value, error)
 	// colVals holds one batch's values, a slice per column.
 	colVals   [][]parquet.Value
@@ -95,7 +98,7 @@ func (pw *ParquetWriter) Buffered() int64 { return pw.pending }
 // file, so that the memory it held is free. Callers that keep several
 // writers open (one per partition) use it to stay within a budget.
 func (pw *ParquetWriter) FlushRowGroup() error {
-	if pw.done || pw.pending == 0 {
+	if pw.done || pw.pending == 0 || pw.w == nil {
 		return nil
 	}
 	if err := noPanic(pw.w.Flush); err != nil {
@@ -110,7 +113,10 @@ func (pw *ParquetWriter) FlushRowGroup() error {
 // run pass the same codecs, so that each column's compression level is
 // learnt once; nil learns it afresh for this file.
 func NewParquetWriter(schema Schema, codecs *Codecs) (*ParquetWriter, error) {
-	ps, enc, err := parquetFields(schema, nil, codecs.For)
+	// The schema is checked now; the writer is made at the first Write
+	// (see start), or now for a nested schema, whose columns always have
+	// their dictionary.
+	_, enc, err := parquetFields(schema, nil, codecs.For)
 	if err != nil {
 		return nil, fmt.Errorf("parquet writer: %w", err)
 	}
@@ -118,16 +124,35 @@ func NewParquetWriter(schema Schema, codecs *Codecs) (*ParquetWriter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parquet writer: %w", err)
 	}
-	opts := append(ParquetWriterOptions(), ps, parquet.MaxRowsPerRowGroup(parquetRowGroupRows))
-	w := parquet.NewGenericWriter[any](tmp, opts...)
-	pw := &ParquetWriter{schema: schema, tmp: tmp, w: w, enc: enc}
+	pw := &ParquetWriter{schema: schema, tmp: tmp, codecs: codecs, enc: enc}
 	if hasNested(schema) {
 		if pw.shred, err = NewShredder(schema); err != nil {
 			pw.Abort()
 			return nil, fmt.Errorf("parquet writer: %w", err)
 		}
+		if err := pw.start(nil); err != nil {
+			pw.Abort()
+			return nil, err
+		}
 	}
 	return pw, nil
+}
+
+// start makes the Parquet writer, with a dictionary for every string
+// column but those whose values in rows (the first batch) are nearly all
+// distinct (see noDictionary).
+func (pw *ParquetWriter) start(rows [][]any) error {
+	var noDict []bool
+	if pw.shred == nil {
+		noDict = pw.codecs.noDictionary(pw.schema, rows)
+	}
+	ps, _, err := parquetFields(pw.schema, noDict, pw.codecs.For)
+	if err != nil {
+		return fmt.Errorf("parquet writer: %w", err)
+	}
+	opts := append(ParquetWriterOptions(), ps, parquet.MaxRowsPerRowGroup(parquetRowGroupRows))
+	pw.w = parquet.NewGenericWriter[any](pw.tmp, opts...)
+	return nil
 }
 
 // hasNested tells whether a schema has a struct, list or map column.
@@ -194,6 +219,11 @@ func (pw *ParquetWriter) Write(ctx context.Context, rows [][]any) error {
 	// it, never in the middle of a row.
 	if pw.shred != nil {
 		return pw.writeShredded(ctx, rows)
+	}
+	if pw.w == nil {
+		if err := pw.start(rows); err != nil {
+			return err
+		}
 	}
 	const batchRows = 1024
 	cols := pw.schema.Columns
@@ -398,6 +428,11 @@ func (pw *ParquetWriter) Close(ctx context.Context, st cloud.Store, key string) 
 		return 0, FileStats{}, fmt.Errorf("write %s: parquet writer already closed", key)
 	}
 	defer pw.Abort()
+	if pw.w == nil {
+		if err := pw.start(nil); err != nil {
+			return 0, FileStats{}, fmt.Errorf("write %s: %w", key, err)
+		}
+	}
 	if err := noPanic(pw.w.Close); err != nil {
 		return 0, FileStats{}, fmt.Errorf("write %s: %w", key, err)
 	}
