@@ -63,7 +63,7 @@ func OpenCatalog(ctx context.Context, rawURL string) (*Catalog, error) {
 	case "postgres", "postgresql":
 		driver, dialect, dsn = "pgx", icesql.Postgres, rawURL
 	default:
-		return nil, fmt.Errorf("%w %q: want sqlite:///path/catalog.db or postgres://...", ErrCatalogURL, redact(rawURL))
+		return nil, fmt.Errorf("%w %q: want sqlite:///path/catalog.db or a postgres:// URL", ErrCatalogURL, redact(rawURL))
 	}
 	db, err := sql.Open(driver, dsn)
 	if err != nil {
