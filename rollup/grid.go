@@ -169,7 +169,9 @@ func (g *grid) add(ki *keyIndex, keyCols []*colData, days []int64, dayValid []bo
 // fold aggregates one measure column into its cells: one loop per function.
 func (g *grid) fold(m int, col *colData) {
 	if g.measures[m].float {
-		g.foldFloats(m, col)
+		// A day's float sum adds the values in the order the files and
+		// their rows are read.
+		foldColumn(g.measures[m].Func, g.cells, g.fvals[m], g.has[m], col.floats, col.valid)
 		return
 	}
 	if g.measures[m].wide() {
@@ -181,58 +183,33 @@ func (g *grid) fold(m int, col *colData) {
 		}
 		return
 	}
-	v, x, ok := g.vals[m], col.ints, col.valid
-	switch g.measures[m].Func {
-	case Sum, SumDay:
-		for i, c := range g.cells {
-			if c >= 0 && ok[i] {
-				v[c] += x[i]
-			}
-		}
-	case Min:
-		h := g.has[m]
-		for i, c := range g.cells {
-			if c >= 0 && ok[i] {
-				v[c] = min(v[c], x[i])
-				h[c] = true
-			}
-		}
-	case Max:
-		h := g.has[m]
-		for i, c := range g.cells {
-			if c >= 0 && ok[i] {
-				v[c] = max(v[c], x[i])
-				h[c] = true
-			}
-		}
-	}
+	foldColumn(g.measures[m].Func, g.cells, g.vals[m], g.has[m], col.ints, col.valid)
 }
 
-// foldFloats is fold for a float64 measure. A day's sum adds the values
-// in the order the files and their rows are read.
-func (g *grid) foldFloats(m int, col *colData) {
-	v, x, ok := g.fvals[m], col.floats, col.valid
-	switch g.measures[m].Func {
+// foldColumn folds the values x (valid where ok) of one measure into the
+// cells v, one loop per function; has marks the cells a min or max has
+// seen. Generic over the two number kinds a measure holds, compiled once
+// for each.
+func foldColumn[T int64 | float64](fn Func, cells []int64, v []T, has []bool, x []T, ok []bool) {
+	switch fn {
 	case Sum, SumDay:
-		for i, c := range g.cells {
+		for i, c := range cells {
 			if c >= 0 && ok[i] {
 				v[c] += x[i]
 			}
 		}
 	case Min:
-		h := g.has[m]
-		for i, c := range g.cells {
+		for i, c := range cells {
 			if c >= 0 && ok[i] {
 				v[c] = min(v[c], x[i])
-				h[c] = true
+				has[c] = true
 			}
 		}
 	case Max:
-		h := g.has[m]
-		for i, c := range g.cells {
+		for i, c := range cells {
 			if c >= 0 && ok[i] {
 				v[c] = max(v[c], x[i])
-				h[c] = true
+				has[c] = true
 			}
 		}
 	}
