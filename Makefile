@@ -22,7 +22,9 @@ FUZZ_TARGETS := \
 	./ingest:FuzzKafkaCheckpoint \
 	./ingest:FuzzDecodeCSV \
 	./ingest:FuzzDecodeJSON \
-	./internal/pqio:FuzzParseSchema
+	./ingest:FuzzFlatScan \
+	./internal/pqio:FuzzParseSchema \
+	./scheduler:FuzzParsePipeline
 
 # The sample table the demo adopts. import adopts files in place, so the demo
 # works on a copy and never touches testdata/.
