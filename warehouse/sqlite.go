@@ -71,7 +71,7 @@ func publishSQLite(ctx context.Context, t *catalog.Table, tgt target, path strin
 	// views to NAME_old.
 	for _, p := range []string{fmt.Sprintf("PRAGMA busy_timeout = %d", max(o.LockTimeout.Milliseconds(), 1)),
 		"PRAGMA journal_mode = WAL", "PRAGMA legacy_alter_table = ON"} {
-		if _, err := conn.ExecContext(ctx, p); err != nil {
+		if err := sqlitePragma(ctx, conn, p, o); err != nil {
 			return res, fmt.Errorf("open %s: %s: %w", path, p, sqliteErr(err))
 		}
 	}
@@ -153,6 +153,24 @@ func beginImmediate(ctx context.Context, conn *sql.Conn, o Options, log *slog.Lo
 		return time.Since(start), attempts, fmt.Errorf("begin: %w", sqliteErr(err))
 	}
 	return time.Since(start), attempts, nil
+}
+
+// sqlitePragma runs one PRAGMA, retrying with backoff for up to
+// o.SwapRetryFor while the database is busy: switching a new file to WAL
+// needs it to itself, and SQLite answers SQLITE_BUSY at once, without its
+// busy timeout, when another publish opens the same new file.
+func sqlitePragma(ctx context.Context, conn *sql.Conn, pragma string, o Options) error {
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval = 10 * time.Millisecond
+	bo.MaxInterval = time.Second
+	bo.MaxElapsedTime = max(o.SwapRetryFor, time.Second)
+	return backoff.Retry(func() error {
+		_, err := conn.ExecContext(ctx, pragma)
+		if err != nil && !isBusy(err) {
+			return backoff.Permanent(err)
+		}
+		return err
+	}, backoff.WithContext(bo, ctx))
 }
 
 func isBusy(err error) bool {
