@@ -3,9 +3,10 @@ package rollup
 import (
 	"fmt"
 	"math/big"
-	"strings"
+	"strconv"
 
 	"github.com/sluice-data/sluice/catalog"
+	"github.com/sluice-data/sluice/internal/pqio"
 )
 
 // A decimal sum is held exactly as a 128-bit two's complement unscaled
@@ -39,25 +40,10 @@ func bigOf(hi, lo int64) *big.Int {
 // formatDecimal128 is the unscaled (hi, lo) at scale as decimal text
 // ("-123.45"), as catalog writes a decimal.
 func formatDecimal128(hi, lo int64, scale int) string {
-	var digits string
 	if hi == hiOf(lo) {
-		digits = fmt.Sprint(lo)
-	} else {
-		digits = bigOf(hi, lo).String()
+		return pqio.PlacePoint(strconv.FormatInt(lo, 10), scale)
 	}
-	if scale == 0 {
-		return digits
-	}
-	neg := strings.HasPrefix(digits, "-")
-	digits = strings.TrimPrefix(digits, "-")
-	if len(digits) <= scale {
-		digits = strings.Repeat("0", scale-len(digits)+1) + digits
-	}
-	s := digits[:len(digits)-scale] + "." + digits[len(digits)-scale:]
-	if neg {
-		s = "-" + s
-	}
-	return s
+	return pqio.PlacePoint(bigOf(hi, lo).String(), scale)
 }
 
 // decimal128 decodes a big-endian two's complement unscaled value of at
@@ -84,19 +70,9 @@ func decimal128(b []byte) (hi, lo int64, err error) {
 
 // decimalText parses a decimal of type t's text into its unscaled value.
 func decimalText(t catalog.Type, s string) (hi, lo int64, err error) {
-	neg := strings.HasPrefix(s, "-")
-	body := strings.TrimPrefix(strings.TrimPrefix(s, "-"), "+")
-	whole, frac, _ := strings.Cut(body, ".")
-	if len(frac) > t.Scale || whole == "" && frac == "" {
+	n, err := pqio.DecimalUnscaled(t, s)
+	if err != nil || n.BitLen() > 126 {
 		return 0, 0, fmt.Errorf("%q is not a %s", s, t)
-	}
-	digits := whole + frac + strings.Repeat("0", t.Scale-len(frac))
-	n, ok := new(big.Int).SetString(digits, 10)
-	if !ok || strings.ContainsAny(digits, "+-") || n.BitLen() > 126 {
-		return 0, 0, fmt.Errorf("%q is not a %s", s, t)
-	}
-	if neg {
-		n.Neg(n)
 	}
 	lo = int64(new(big.Int).And(n, new(big.Int).SetUint64(^uint64(0))).Uint64())
 	hi = new(big.Int).Rsh(n, 64).Int64()

@@ -207,8 +207,8 @@ func CompareValues(t Type, a, b any) int {
 		x, ok1 := a.(string)
 		y, ok2 := b.(string)
 		if ok1 && ok2 {
-			ux, err1 := decimalUnscaled(t, x)
-			uy, err2 := decimalUnscaled(t, y)
+			ux, err1 := DecimalUnscaled(t, x)
+			uy, err2 := DecimalUnscaled(t, y)
 			if err1 == nil && err2 == nil {
 				return ux.Cmp(uy)
 			}
@@ -270,11 +270,11 @@ func checkGoValue(t Type, v any) error {
 
 // --- decimals -------------------------------------------------------------
 
-// decimalUnscaled parses a decimal of type t ("-123.45") into its unscaled
+// DecimalUnscaled parses a decimal of type t ("-123.45") into its unscaled
 // integer (-12345 for scale 2). Fewer fractional digits than the scale are
 // padded; more are accepted only when the extra ones are zeros. The value
 // must fit the type's precision.
-func decimalUnscaled(t Type, s string) (*big.Int, error) {
+func DecimalUnscaled(t Type, s string) (*big.Int, error) {
 	digits, err := decimalDigits(t, s)
 	if err != nil {
 		return nil, err
@@ -339,23 +339,23 @@ func canonicalDecimal(t Type, s string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return placePoint(digits, t.Scale), nil
+	return PlacePoint(digits, t.Scale), nil
 }
 
 // formatDecimal renders an unscaled integer at scale as canonical text.
 func formatDecimal(unscaled *big.Int, scale int) string {
-	return placePoint(unscaled.String(), scale)
+	return PlacePoint(unscaled.String(), scale)
 }
 
 // formatDecimalInt64 is formatDecimal for an unscaled value that fits int64,
 // without allocating a big.Int.
 func formatDecimalInt64(unscaled int64, scale int) string {
-	return placePoint(strconv.FormatInt(unscaled, 10), scale)
+	return PlacePoint(strconv.FormatInt(unscaled, 10), scale)
 }
 
-// placePoint inserts the decimal point into a signed digit string ("-12345",
+// PlacePoint inserts the decimal point into a signed digit string ("-12345",
 // scale 2 → "-123.45"; "5", scale 3 → "0.005").
-func placePoint(digits string, scale int) string {
+func PlacePoint(digits string, scale int) string {
 	neg := strings.HasPrefix(digits, "-")
 	digits = strings.TrimPrefix(digits, "-")
 	if scale > 0 {

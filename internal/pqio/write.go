@@ -558,7 +558,7 @@ func columnNode(c Column) (parquet.Node, func(any) (parquet.Value, error), error
 			if err := checkGoValue(t, v); err != nil {
 				return parquet.Value{}, err
 			}
-			u, err := decimalUnscaled(t, v.(string))
+			u, err := DecimalUnscaled(t, v.(string))
 			if err != nil {
 				return parquet.Value{}, err
 			}
