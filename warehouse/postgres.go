@@ -61,13 +61,11 @@ func publishPostgres(ctx context.Context, t *catalog.Table, tgt target, o Option
 			return res, nil
 		}
 	}
-	files, err := t.Files(ctx, m)
+	files, size, err := liveFiles(ctx, t, m)
 	if err != nil {
-		return res, fmt.Errorf("list files: %w", err)
+		return res, err
 	}
-	for _, f := range files {
-		res.Bytes += f.Bytes
-	}
+	res.Bytes = size
 	began := time.Now()
 	if res.Rows, err = load(ctx, conn, t, m, schema, files, tgt, cols, o.Progress); err != nil {
 		return res, err

@@ -229,13 +229,11 @@ func publishRedshift(ctx context.Context, t *catalog.Table, tgt target, u *url.U
 			return res, nil
 		}
 	}
-	files, err := t.Files(ctx, m)
+	files, size, err := liveFiles(ctx, t, m)
 	if err != nil {
-		return res, fmt.Errorf("list files: %w", err)
+		return res, err
 	}
-	for _, f := range files {
-		res.Bytes += f.Bytes
-	}
+	res.Bytes = size
 	body, err := redshiftManifest(t, files)
 	if err != nil {
 		return res, err

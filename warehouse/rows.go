@@ -238,3 +238,17 @@ func (s *rowSource) close() {
 	for range s.ch {
 	}
 }
+
+// liveFiles lists the data files of version m, the ones every warehouse
+// loads, and their bytes in all.
+func liveFiles(ctx context.Context, t *catalog.Table, m *catalog.Manifest) ([]catalog.DataFile, int64, error) {
+	files, err := t.Files(ctx, m)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list files: %w", err)
+	}
+	var size int64
+	for _, f := range files {
+		size += f.Bytes
+	}
+	return files, size, nil
+}

@@ -99,13 +99,11 @@ func publishSQLite(ctx context.Context, t *catalog.Table, tgt target, path strin
 			return res, nil
 		}
 	}
-	files, err := t.Files(ctx, m)
+	files, size, err := liveFiles(ctx, t, m)
 	if err != nil {
-		return res, fmt.Errorf("list files: %w", err)
+		return res, err
 	}
-	for _, f := range files {
-		res.Bytes += f.Bytes
-	}
+	res.Bytes = size
 	began := time.Now()
 	if res.Rows, err = sqliteLoad(ctx, conn, t, m, schema, files, tgt, cols, o.Progress); err != nil {
 		return res, err
