@@ -145,30 +145,7 @@ func canon(t *testing.T, k catalog.Kind, v any) string {
 // pgCanonRows reads name from PostgreSQL as canonical rows, sorted.
 func pgCanonRows(t *testing.T, conn *pgx.Conn, name string, schema catalog.Schema) []string {
 	t.Helper()
-	exprs := make([]string, len(schema.Columns))
-	for i, c := range schema.Columns {
-		exprs[i] = pgx.Identifier{c.Name}.Sanitize()
-		if c.Type.Kind == catalog.KindUUID || c.Type.Kind == catalog.KindDecimal {
-			exprs[i] += "::text"
-		}
-	}
-	rows, err := conn.Query(context.Background(), "SELECT "+strings.Join(exprs, ", ")+" FROM "+name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for rows.Next() {
-		vals, err := rows.Values()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, canonLine(t, schema, vals))
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	slices.Sort(out)
-	return out
+	return pgRows(t, conn, name, schema, func(vals []any) string { return canonLine(t, schema, vals) })
 }
 
 // sqliteCanonRows reads name from a SQLite file with the Go driver as

@@ -103,6 +103,13 @@ func rowText(schema catalog.Schema, row []any) string {
 // uuid and numeric as the server prints them, the rest as pgx decodes it.
 func warehouseRows(t *testing.T, conn *pgx.Conn, name string, schema catalog.Schema) []string {
 	t.Helper()
+	return pgRows(t, conn, name, schema, func(vals []any) string { return rowText(schema, vals) })
+}
+
+// pgRows reads name from PostgreSQL, uuid and numeric columns as the
+// server prints them, each row as line makes it, sorted.
+func pgRows(t *testing.T, conn *pgx.Conn, name string, schema catalog.Schema, line func([]any) string) []string {
+	t.Helper()
 	exprs := make([]string, len(schema.Columns))
 	for i, c := range schema.Columns {
 		exprs[i] = pgx.Identifier{c.Name}.Sanitize()
@@ -120,7 +127,7 @@ func warehouseRows(t *testing.T, conn *pgx.Conn, name string, schema catalog.Sch
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, rowText(schema, vals))
+		out = append(out, line(vals))
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
