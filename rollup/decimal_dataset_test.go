@@ -1,14 +1,11 @@
 package rollup_test
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/sluice-data/sluice/catalog"
 )
 
 // Measures over a decimal(18,2) column sum exactly, beyond int64: values
@@ -17,38 +14,10 @@ import (
 // and max equal DuckDB's window SQL (whose SUM of a decimal is exact
 // too), before and after late events, and a --full run.
 func TestRollupDecimalMeasuresSumExactly(t *testing.T) {
-	ctx := context.Background()
 	dir := t.TempDir()
-	s, err := catalog.ParseSchema("a:int64,ts:timestamp,x:decimal(18,2)?")
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, err := catalog.ParsePartitionSpec("day(ts)", s)
-	if err != nil {
-		t.Fatal(err)
-	}
 	src := filepath.Join(dir, "events")
-	tb, err := catalog.Open(ctx, src, catalog.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tb.Close()
-	if _, err := tb.Create(ctx, s, spec, nil, "test"); err != nil {
-		t.Fatal(err)
-	}
-	add := func(rows [][]any) {
-		m, err := tb.Latest(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files, err := tb.WriteFiles(ctx, m, rows)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tb.Commit(ctx, catalog.Change{Operation: "append", RunID: "test", Add: files, DataChange: true}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	tb := newTable(t, src, "a:int64,ts:timestamp,x:decimal(18,2)?", "day(ts)")
+	add := func(rows [][]any) { appendRows(t, tb, rows) }
 	r := rand.New(rand.NewPCG(4, 4))
 	big := func() string { // up to 9,999,999,999,999,999.99
 		return fmt.Sprintf("%d.%02d", 9_000_000_000_000_000+r.Int64N(999_999_999_999_999), r.IntN(100))

@@ -1,14 +1,11 @@
 package rollup_test
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/sluice-data/sluice/catalog"
 )
 
 // Measures over a float64 column (a running sum from a float64 base, a
@@ -17,39 +14,11 @@ import (
 // The values are multiples of 1/8, so that every order of addition gives
 // the same sums.
 func TestRollupFloatMeasuresEqualDuckDB(t *testing.T) {
-	ctx := context.Background()
 	dir := t.TempDir()
-	s, err := catalog.ParseSchema("a:int64,ts:timestamp,x:float64?")
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, err := catalog.ParsePartitionSpec("day(ts)", s)
-	if err != nil {
-		t.Fatal(err)
-	}
 	src := filepath.Join(dir, "events")
-	tb, err := catalog.Open(ctx, src, catalog.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tb.Close()
-	if _, err := tb.Create(ctx, s, spec, nil, "test"); err != nil {
-		t.Fatal(err)
-	}
+	tb := newTable(t, src, "a:int64,ts:timestamp,x:float64?", "day(ts)")
 	r := rand.New(rand.NewPCG(8, 9))
-	add := func(rows [][]any) {
-		m, err := tb.Latest(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files, err := tb.WriteFiles(ctx, m, rows)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tb.Commit(ctx, catalog.Change{Operation: "append", RunID: "test", Add: files, DataChange: true}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	add := func(rows [][]any) { appendRows(t, tb, rows) }
 	var rows [][]any
 	for a := int64(1); a <= 600; a++ {
 		for range 1 + r.IntN(12) {

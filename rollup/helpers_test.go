@@ -107,8 +107,15 @@ func newEvents(t *testing.T, dir string) *catalog.Table {
 // newEventsBy is newEvents with another partitioning ("": none).
 func newEventsBy(t *testing.T, dir, partitionBy string) *catalog.Table {
 	t.Helper()
+	return newTable(t, dir, eventsSchema, partitionBy)
+}
+
+// newTable creates a table of schema at dir, partitioned by partitionBy
+// ("": none), closed when the test ends.
+func newTable(t *testing.T, dir, schema, partitionBy string) *catalog.Table {
+	t.Helper()
 	ctx := context.Background()
-	s, err := catalog.ParseSchema(eventsSchema)
+	s, err := catalog.ParseSchema(schema)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,14 +136,20 @@ func newEventsBy(t *testing.T, dir, partitionBy string) *catalog.Table {
 
 func appendEvents(t *testing.T, tb *catalog.Table, evs []event) {
 	t.Helper()
+	rows := make([][]any, len(evs))
+	for i, e := range evs {
+		rows[i] = e.row()
+	}
+	appendRows(t, tb, rows)
+}
+
+// appendRows appends rows to tb in one commit.
+func appendRows(t *testing.T, tb *catalog.Table, rows [][]any) {
+	t.Helper()
 	ctx := context.Background()
 	m, err := tb.Latest(ctx)
 	if err != nil {
 		t.Fatal(err)
-	}
-	rows := make([][]any, len(evs))
-	for i, e := range evs {
-		rows[i] = e.row()
 	}
 	files, err := tb.WriteFiles(ctx, m, rows)
 	if err != nil {
