@@ -18,8 +18,10 @@ import (
 // the partition tuple, as the spec says for identity partitions.
 func icebergSchema(s catalog.Schema, spec catalog.PartitionSpec) (*ice.Schema, error) {
 	fields := make([]ice.NestedField, 0, len(s.Columns)+len(spec.Fields))
+	next := len(s.Columns) + len(spec.Fields)
+	nextID := func() int { next++; return next }
 	for i, c := range s.Columns {
-		t, err := icebergType(c.Type)
+		t, err := icebergType(c.Type, nextID)
 		if err != nil {
 			return nil, fmt.Errorf("column %q: %w", c.Name, err)
 		}
@@ -37,14 +39,47 @@ func icebergSchema(s catalog.Schema, spec catalog.PartitionSpec) (*ice.Schema, e
 		}
 		fields = append(fields, ice.NestedField{ID: len(fields) + 1, Name: f.Name, Type: ice.PrimitiveTypes.String})
 	}
-	return ice.NewSchema(0, fields...), nil
+	// Nested fields were given ids after the columns; Iceberg's own order
+	// (which CreateTable assigns, and the mirror is compared with) is
+	// its fresh assignment's.
+	return ice.AssignFreshSchemaIDs(ice.NewSchema(0, fields...), nil)
 }
 
 // icebergType is the Iceberg type a sluice column type is stored as: uuid
 // is text in sluice's files, so it is an Iceberg string; timestamps are
-// UTC microseconds, Iceberg's timestamptz.
-func icebergType(t catalog.Type) (ice.Type, error) {
+// UTC microseconds, Iceberg's timestamptz; struct, list and map are
+// Iceberg's, their fields, elements, keys and values numbered by nextID
+// and required where sluice's are not nullable (a map's keys always).
+func icebergType(t catalog.Type, nextID func() int) (ice.Type, error) {
 	switch t.Kind {
+	case catalog.KindStruct:
+		fields := make([]ice.NestedField, len(t.Fields))
+		for i, f := range t.Fields {
+			ft, err := icebergType(f.Type, nextID)
+			if err != nil {
+				return nil, fmt.Errorf("field %q: %w", f.Name, err)
+			}
+			fields[i] = ice.NestedField{ID: nextID(), Name: f.Name, Type: ft, Required: !f.Nullable}
+		}
+		return &ice.StructType{FieldList: fields}, nil
+	case catalog.KindList:
+		elem := t.Fields[0]
+		et, err := icebergType(elem.Type, nextID)
+		if err != nil {
+			return nil, fmt.Errorf("element: %w", err)
+		}
+		return &ice.ListType{ElementID: nextID(), Element: et, ElementRequired: !elem.Nullable}, nil
+	case catalog.KindMap:
+		key, value := t.Fields[0], t.Fields[1]
+		kt, err := icebergType(key.Type, nextID)
+		if err != nil {
+			return nil, fmt.Errorf("key: %w", err)
+		}
+		vt, err := icebergType(value.Type, nextID)
+		if err != nil {
+			return nil, fmt.Errorf("value: %w", err)
+		}
+		return &ice.MapType{KeyID: nextID(), KeyType: kt, ValueID: nextID(), ValueType: vt, ValueRequired: !value.Nullable}, nil
 	case catalog.KindString, catalog.KindUUID:
 		return ice.PrimitiveTypes.String, nil
 	case catalog.KindInt32:
