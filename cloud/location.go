@@ -100,6 +100,9 @@ func ParseLocation(location string) (Location, error) {
 		if account == "" || container == "" {
 			return bad("want az://account/container/prefix")
 		}
+		if why := badAccount(account); why != "" {
+			return bad(why)
+		}
 		if why := badPrefix(prefix); why != "" {
 			return bad(why)
 		}
@@ -110,6 +113,9 @@ func ParseLocation(location string) (Location, error) {
 		account, _, _ := strings.Cut(host, ".")
 		if !ok || container == "" || account == "" {
 			return bad("want " + scheme + "://container@account.<endpoint>/prefix")
+		}
+		if why := badAccount(account); why != "" {
+			return bad(why)
 		}
 		if why := badPrefix(prefix); why != "" {
 			return bad(why)
@@ -140,6 +146,17 @@ func credentialsInURL(scheme, rest string) string {
 	user, _, hasUser := strings.Cut(authority, "@")
 	if hasUser && (scheme == "s3" || scheme == "az" || (azure && strings.Contains(user, ":"))) {
 		return "a " + scheme + ":// location takes no user info: credentials come from the environment"
+	}
+	return ""
+}
+
+// badAccount says why an Azure storage account name is refused, or
+// returns "": Azure's are 3 to 24 lower-case letters and digits, and a
+// name with anything else (an '@' of a mistyped abfss:// URL, say) would
+// not parse back from the location's canonical az:// form.
+func badAccount(account string) string {
+	if len(account) < 3 || len(account) > 24 || strings.IndexFunc(account, func(r rune) bool { return (r < 'a' || r > 'z') && (r < '0' || r > '9') }) >= 0 {
+		return fmt.Sprintf("storage account %q: Azure's are 3 to 24 lower-case letters and digits", account)
 	}
 	return ""
 }

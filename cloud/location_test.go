@@ -32,7 +32,8 @@ func TestParseLocation(t *testing.T) {
 			t.Errorf("ParseLocation(%q) = %+v, %v; want %+v", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"", "ftp://x/y", "s3://", "az://acct/", "abfss://acct.dfs.core.windows.net/x", "file://host/x"} {
+	for _, in := range []string{"", "ftp://x/y", "s3://", "az://acct/", "abfss://acct.dfs.core.windows.net/x", "file://host/x",
+		"abfs://0@@", "az://Acct/c", "az://ac/c", "az://a-b-c/c", "wasbs://c@@acct.blob.core.windows.net/x"} {
 		if _, err := cloud.ParseLocation(in); !errors.Is(err, cloud.ErrUnsupportedURL) {
 			t.Errorf("ParseLocation(%q): %v, want ErrUnsupportedURL", in, err)
 		}
@@ -43,7 +44,7 @@ func TestLocationStringAndJoin(t *testing.T) {
 	for _, c := range []struct{ loc, key, joined, canonical string }{
 		{"s3://b/t/", "_sluice/v/1.json", "s3://b/t/_sluice/v/1.json", "s3://b/t"},
 		{"s3://b", "k", "s3://b/k", "s3://b"},
-		{"abfss://c@a.dfs.core.windows.net/t", "k", "az://a/c/t/k", "az://a/c/t"},
+		{"abfss://c@acct.dfs.core.windows.net/t", "k", "az://acct/c/t/k", "az://acct/c/t"},
 		{"/lake/t", "date=2024-01-31/part-0.parquet", "/lake/t/date=2024-01-31/part-0.parquet", "/lake/t"},
 		{"file:///lake/t", "k", "/lake/t/k", "/lake/t"},
 	} {
