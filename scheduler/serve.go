@@ -14,6 +14,13 @@ import (
 // cancels them.
 const DefaultGrace = 30 * time.Second
 
+// ClaimAhead is how long before a tick serve claims the tick's interval
+// (at most half the interval): the claim's record write, which on a
+// local lake is a file created and synced, then happens while the job
+// waits, and the job's work starts at the tick. A job still running then
+// claims at the tick instead.
+const ClaimAhead = time.Second
+
 // maxSkippedRecords bounds how many missed intervals one start records
 // as skipped: a job down for a year on @every 1s would otherwise write
 // millions.
@@ -50,6 +57,8 @@ type dispatch struct {
 	iv      Interval
 	trigger string
 	rerun   bool
+	// notBefore: claimed ahead, the work starts then (RunOptions.NotBefore).
+	notBefore time.Time
 }
 
 // stopping tells whether Serve is shutting down (or not running).
@@ -141,12 +150,36 @@ func (s *Server) trigger(ctx context.Context, job *Job, caughtUp func()) {
 	caughtUp()
 	next := job.Schedule.Next(now)
 	for !next.IsZero() {
-		if err := SleepUntil(ctx, r.clock(), next); err != nil {
+		iv := job.Schedule.IntervalEnding(next)
+		ahead := min(ClaimAhead, iv.End.Sub(iv.Start)/2)
+		if err := SleepUntil(ctx, r.clock(), next.Add(-ahead)); err != nil {
 			return
 		}
-		s.dispatch(job, dispatch{iv: job.Schedule.IntervalEnding(next), trigger: "schedule"})
+		if !s.dispatchAhead(job, dispatch{iv: iv, trigger: "schedule", notBefore: next}) {
+			if err := SleepUntil(ctx, r.clock(), next); err != nil {
+				return
+			}
+			s.dispatch(job, dispatch{iv: iv, trigger: "schedule"})
+		}
 		next = job.Schedule.Next(next)
 	}
+}
+
+// dispatchAhead starts a run that claims d's interval now and starts its
+// work at d.notBefore, if the job runs nothing now; else it reports
+// false, and the tick is dispatched when it comes.
+func (s *Server) dispatchAhead(job *Job, d dispatch) bool {
+	s.mu.Lock()
+	st := s.jobs[job.Name]
+	if st.running || s.stopCx.Err() != nil {
+		s.mu.Unlock()
+		return false
+	}
+	st.running = true
+	s.runs.Add(1)
+	s.mu.Unlock()
+	go s.run(job, st, d)
+	return true
 }
 
 // missed returns the intervals to run at start: those that ended since
@@ -162,9 +195,14 @@ func (s *Server) missed(ctx context.Context, job *Job, now time.Time) []dispatch
 	if err != nil {
 		r.log().Error("catch-up: read history", "job", job.Name, "error", err)
 	}
+	// A cancelled run (a shutdown's) does not count: its interval runs
+	// again.
 	var lastEnd time.Time
-	if len(last) > 0 {
-		lastEnd = last[len(last)-1].End
+	for i := len(last) - 1; i >= 0; i-- {
+		if last[i].Status != StatusCancelled {
+			lastEnd = last[i].End
+			break
+		}
 	}
 	var ivs []Interval // newest first
 	for iv := latest; !iv.Start.IsZero() && iv.End.After(lastEnd) && len(ivs) < job.Catchup+maxSkippedRecords; iv = job.Schedule.IntervalEnding(iv.Start) {
@@ -236,7 +274,7 @@ func (s *Server) run(job *Job, st *jobState, d dispatch) {
 	defer s.runs.Done()
 	r := s.Runner
 	for {
-		outs, err := r.Run(s.runCx, job, d.iv, RunOptions{Trigger: d.trigger, Rerun: d.rerun})
+		outs, err := r.Run(s.runCx, job, d.iv, RunOptions{Trigger: d.trigger, Rerun: d.rerun, NotBefore: d.notBefore, Hold: s.stopCx})
 		if err != nil && !errors.Is(err, ErrUpstreamPending) {
 			r.log().Warn("run did not succeed", "job", job.Name, "interval", d.iv.String(), "error", err)
 		}
