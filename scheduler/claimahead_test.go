@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sluice-data/sluice/cloud"
 )
 
 // serve claims a tick's interval ClaimAhead before the tick and starts the
@@ -89,5 +91,64 @@ func TestServeClaimsAheadOfTheTick(t *testing.T) {
 	defer mu.Unlock()
 	if n := len(calls[next.Key()]); n != 1 {
 		t.Errorf("the given-back interval ran %d times, want 1", n)
+	}
+}
+
+// An interval whose instance died is taken over after its lease even
+// when this instance's run of the same job is busy then: it is queued
+// and runs after that run, once.
+func TestServeTakeoverWhileTheJobIsBusy(t *testing.T) {
+	release, started := make(chan struct{}), make(chan struct{})
+	var mu sync.Mutex
+	ran := map[string]int{}
+	busy := Interval{Start: t0, End: t0.Add(10 * time.Second)}
+	p, h, kinds := serveLake(t, t.TempDir(), "", func(ctx context.Context, j *Job, iv Interval) (map[string]any, error) {
+		mu.Lock()
+		ran[iv.Key()]++
+		mu.Unlock()
+		if iv == busy {
+			close(started)
+			<-release
+		}
+		return nil, nil
+	})
+	sched := p.Jobs["load"].Schedule
+	dead := sched.Latest(t0.Add(5 * time.Second)) // ends at t0
+	if _, err := h.put(context.Background(), Record{Job: "load", Interval: dead.Key(), Start: dead.Start, End: dead.End,
+		ID: "dead", Attempt: 1, Instance: "dead", Status: StatusRunning, Started: dead.End, LeaseUntil: t0.Add(35 * time.Second)},
+		cloud.PutOptions{IfAbsent: true}); err != nil {
+		t.Fatal(err)
+	}
+	clock := NewFakeClock(t0.Add(5 * time.Second))
+	d := newDispatches()
+	s := &Server{Runner: &Runner{Pipeline: p, Kinds: kinds, History: h, Clock: clock, LeaseTTL: time.Hour}, OnDispatch: d.hook}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx) }()
+	<-s.Ready() // the dead instance's interval: found running, looked at after its lease
+	d.wait("load", dead, 1)
+	clock.Set(busy.End) // the job's next run starts, and blocks
+	<-started
+	clock.Set(t0.Add(40 * time.Second)) // past the dead lease: the takeover comes while busy
+	for queued := false; !queued; {
+		time.Sleep(time.Millisecond) // the takeover's look runs on its own goroutine
+		s.mu.Lock()
+		for _, q := range s.jobs["load"].queue {
+			queued = queued || q.iv == dead && q.trigger == "takeover"
+		}
+		s.mu.Unlock()
+	}
+	close(release)
+	d.wait("load", dead, 2)
+	cancel()
+	<-served
+	rec, _, err := h.Get(context.Background(), "load", dead.Key())
+	if err != nil || rec.Status != StatusSucceeded || rec.Attempt != 2 {
+		t.Fatalf("taken-over interval: %+v, %v; want succeeded on attempt 2", rec, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if ran[dead.Key()] != 1 {
+		t.Errorf("the taken-over interval ran %d times here, want 1", ran[dead.Key()])
 	}
 }

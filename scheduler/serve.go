@@ -196,10 +196,11 @@ func (s *Server) missed(ctx context.Context, job *Job, now time.Time) []dispatch
 		r.log().Error("catch-up: read history", "job", job.Name, "error", err)
 	}
 	// A cancelled run (a shutdown's) does not count: its interval runs
-	// again.
+	// again. Nor does one still running: its instance may be gone, and
+	// looking at it again takes it over once its lease ends.
 	var lastEnd time.Time
 	for i := len(last) - 1; i >= 0; i-- {
-		if last[i].Status != StatusCancelled {
+		if st := last[i].Status; st != StatusCancelled && st != StatusRunning {
 			lastEnd = last[i].End
 			break
 		}
@@ -246,8 +247,11 @@ func (s *Server) dispatch(job *Job, d dispatch) {
 		s.jobs[job.Name] = st
 	}
 	if st.running {
-		// Catch-up intervals run one after another, whatever overlap says.
-		if job.Overlap == OverlapQueue || d.trigger == "catchup" {
+		// Catch-up intervals run one after another, whatever overlap
+		// says; so does an interval taken over from a dead instance (its
+		// record says running: a skip could not be recorded, and the
+		// interval would be lost).
+		if job.Overlap == OverlapQueue || d.trigger == "catchup" || d.trigger == "takeover" {
 			st.queue = append(st.queue, d)
 			s.mu.Unlock()
 			return
