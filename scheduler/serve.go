@@ -96,7 +96,12 @@ func (s *Server) Serve(ctx context.Context) error {
 			s.trigger(ctx, job, caughtUp.Done)
 		}()
 	}
-	go func() { caughtUp.Wait(); close(ready) }()
+	triggers.Add(1)
+	go func() {
+		defer triggers.Done()
+		caughtUp.Wait()
+		s.sweepLoop(ctx, func() { close(ready) })
+	}()
 	triggers.Wait()
 	r.log().Info("shutting down: waiting for running runs", "grace", s.grace().String(), "running", len(r.Running()))
 	done := make(chan struct{})
@@ -114,7 +119,8 @@ func (s *Server) grace() time.Duration {
 	return s.Grace
 }
 
-// Ready is closed once every job's catch-up has run (or Serve ended).
+// Ready is closed once every job's catch-up has run and the first
+// upstream sweep has dispatched what it found (see sweep).
 func (s *Server) Ready() <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -250,8 +256,9 @@ func (s *Server) dispatch(job *Job, d dispatch) {
 		// Catch-up intervals run one after another, whatever overlap
 		// says; so does an interval taken over from a dead instance (its
 		// record says running: a skip could not be recorded, and the
-		// interval would be lost).
-		if job.Overlap == OverlapQueue || d.trigger == "catchup" || d.trigger == "takeover" {
+		// interval would be lost) or one whose upstreams' instance died
+		// before it ran it (see sweep).
+		if job.Overlap == OverlapQueue || d.trigger == "catchup" || d.trigger == "takeover" || d.trigger == "upstream" {
 			st.queue = append(st.queue, d)
 			s.mu.Unlock()
 			return
