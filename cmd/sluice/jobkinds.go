@@ -95,12 +95,25 @@ func compactScope(o scheduler.Option) (bool, string) {
 	return true, ""
 }
 
-// rollupInterval rolls up through the interval's day in the job's zone.
+// rollupInterval rolls up through the interval's day, in the zone the
+// rollup counts days in: the job's tz option, else the zone its schedule
+// names (CRON_TZ=), which becomes --tz, so a daily job scheduled in
+// America/New_York rolls up New York days; else UTC, rollup's default.
 func rollupInterval(j *scheduler.Job, iv scheduler.Interval) []string {
-	if _, ok := j.Option("through"); ok {
-		return nil
+	var args []string
+	loc := time.UTC
+	if o, ok := j.Option("tz"); ok {
+		if l, err := time.LoadLocation(o.Value); err == nil {
+			loc = l
+		}
+	} else if j.Schedule.ZoneGiven() {
+		loc = j.Schedule.Location()
+		args = append(args, "--tz", loc.String())
 	}
-	return []string{"--through", iv.Start.In(j.Schedule.Location()).Format(time.DateOnly)}
+	if _, ok := j.Option("through"); !ok {
+		args = append(args, "--through", iv.Start.In(loc).Format(time.DateOnly))
+	}
+	return args
 }
 
 func kebab(key string) string { return strings.ReplaceAll(key, "_", "-") }
