@@ -225,6 +225,9 @@ func runKafka(ctx context.Context, t *catalog.Table, source string, o Options) (
 	if err == nil {
 		kr.topicEnds, err = listStableOffsets(ctx, cl, ks.topic, slices.Collect(maps.Keys(starts)))
 	}
+	if err == nil {
+		err = endAt(ctx, cl, ks.topic, kr.topicEnds, o.Until)
+	}
 	if err != nil {
 		kr.abort()
 		return res, fmt.Errorf("ingest %s: %w", ks, err)

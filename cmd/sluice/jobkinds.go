@@ -44,7 +44,7 @@ type commandKind struct {
 func jobKinds() map[string]scheduler.Kind {
 	ks := []*commandKind{
 		{name: "ingest", positional: "table", tables: []string{"table", "quarantine"}, locations: []string{"from"},
-			required: []string{"table", "from"}, command: (*app).ingestCommand},
+			required: []string{"table", "from"}, command: (*app).ingestCommand, interval: ingestInterval},
 		{name: "compact", positional: "table", tables: []string{"table"}, required: []string{"table"}, extra: compactScope,
 			command: (*app).compactCommand, interval: compactInterval},
 		{name: "rollup", positional: "out", tables: []string{"out", "source"}, locations: []string{"snapshot"},
@@ -60,6 +60,15 @@ func jobKinds() map[string]scheduler.Kind {
 		out[k.name] = k
 	}
 	return out
+}
+
+// ingestInterval stops the ingest at the interval's end (unless the job
+// gives until): a rerun of an interval takes the same files and records.
+func ingestInterval(j *scheduler.Job, iv scheduler.Interval) []string {
+	if _, ok := j.Option("until"); ok {
+		return nil
+	}
+	return []string{"--until", iv.End.UTC().Format(time.RFC3339Nano)}
 }
 
 // compactInterval compacts the UTC days the interval touches, the

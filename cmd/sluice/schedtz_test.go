@@ -2,9 +2,11 @@ package main
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // A rollup job that sets no tz counts days in the zone its schedule
@@ -12,7 +14,21 @@ import (
 // equals rollup --tz America/New_York by hand, not the UTC one.
 func TestRollupJobTakesItsScheduleZone(t *testing.T) {
 	lake, dir := t.TempDir(), t.TempDir()
-	sample := filepath.Join(repoRoot(t), "testdata", "sample", "events")
+	// The sample, landed on 2024-05-03 (a scheduled ingest stops at its
+	// interval's end).
+	sample := filepath.Join(dir, "landing")
+	if err := os.CopyFS(sample, os.DirFS(filepath.Join(repoRoot(t), "testdata", "sample", "events"))); err != nil {
+		t.Fatal(err)
+	}
+	landed := time.Date(2024, 5, 3, 12, 0, 0, 0, time.UTC)
+	if err := filepath.WalkDir(sample, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Chtimes(p, landed, landed)
+	}); err != nil {
+		t.Fatal(err)
+	}
 	snapshot := filepath.Join(repoRoot(t), "testdata", "pipelines", "demo-snapshot.csv")
 	cfg := filepath.Join(dir, "ny.yaml")
 	src := fmt.Sprintf(`lake: %[1]s
@@ -31,12 +47,13 @@ jobs:
 	if err := os.WriteFile(cfg, []byte(src), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r := sluice(t, nil, "run", "--config", cfg, "ingest-ny", "--json")
+	r := sluice(t, nil, "run", "--config", cfg, "ingest-ny", "--at", "2024-05-03", "--json")
 	if r.code != 0 {
 		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
 	}
-	if runs := runsOf(t, r); len(runs) != 2 || runs[1]["status"] != "succeeded" {
-		t.Fatalf("runs: %v", runs)
+	runs := runsOf(t, r)
+	if len(runs) != 2 || runs[1]["status"] != "succeeded" || runs[0]["summary"].(map[string]any)["rows_written"] != float64(3479) {
+		t.Fatalf("runs: %v; want both succeeded, the sample's 3479 rows ingested", runs)
 	}
 	got := tableRead(t, filepath.Join(lake, "list_rollup"))
 	for _, tz := range []string{"America/New_York", "UTC"} {
