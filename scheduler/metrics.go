@@ -11,7 +11,14 @@ type Metrics struct {
 	duration    *prometheus.HistogramVec
 	rows, bytes *prometheus.CounterVec
 	lastSuccess *prometheus.GaugeVec
+	smallFiles  *prometheus.GaugeVec
 }
+
+// SmallFilesKey is the key of a job's summary under which its kind reports,
+// by table name, how many files of the table's current version are small
+// (under a quarter of its target file size): the sluice_table_small_files
+// gauge.
+const SmallFilesKey = "small_files"
 
 // NewMetrics registers the metrics on reg (none when reg is nil).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
@@ -26,9 +33,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Bytes written by succeeded runs, from the job's summary."}, []string{"job"}),
 		lastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sluice_scheduler_last_success_timestamp_seconds",
 			Help: "When each job's last run succeeded (Unix seconds)."}, []string{"job"}),
+		smallFiles: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sluice_table_small_files",
+			Help: "Files under a quarter of the table's target file size in its current version, after the last job that wrote it."}, []string{"table"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.runs, m.duration, m.rows, m.bytes, m.lastSuccess)
+		reg.MustRegister(m.runs, m.duration, m.rows, m.bytes, m.lastSuccess, m.smallFiles)
 	}
 	return m
 }
@@ -49,5 +58,12 @@ func (m *Metrics) Observe(rec Record) {
 	}
 	if n, ok := rec.Summary["bytes_out"].(float64); ok {
 		m.bytes.WithLabelValues(rec.Job).Add(n)
+	}
+	if byTable, ok := rec.Summary[SmallFilesKey].(map[string]any); ok {
+		for table, v := range byTable {
+			if n, ok := v.(float64); ok {
+				m.smallFiles.WithLabelValues(table).Set(n)
+			}
+		}
 	}
 }

@@ -250,7 +250,40 @@ func (k *commandKind) Run(ctx context.Context, p *scheduler.Pipeline, j *schedul
 	if id := scheduler.RunID(ctx); id != "" {
 		args = append(args, "--run-id", id)
 	}
-	return runInProcess(ctx, args)
+	summary, err := runInProcess(ctx, args)
+	if err == nil && k.name != "publish" {
+		pos, _ := j.Option(k.positional)
+		if n, serr := smallFiles(ctx, p.Tables[pos.Value].Location); serr == nil && summary != nil {
+			summary[scheduler.SmallFilesKey] = map[string]any{pos.Value: float64(n)}
+		}
+	}
+	return summary, err
+}
+
+// smallFiles counts the files of the table's current version under a
+// quarter of its target file size: what compaction would merge. /metrics
+// shows it per table after each job that wrote the table.
+func smallFiles(ctx context.Context, location string) (int, error) {
+	t, err := catalog.Open(ctx, location, catalog.Options{})
+	if err != nil {
+		return 0, err
+	}
+	defer t.Close()
+	m, err := t.Latest(ctx)
+	if err != nil {
+		return 0, err
+	}
+	files, err := t.Files(ctx, m)
+	if err != nil {
+		return 0, err
+	}
+	n, limit := 0, m.TargetFileSize()/4
+	for _, f := range files {
+		if f.Bytes < limit {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // createTable creates the ingest job's table when the file gives its

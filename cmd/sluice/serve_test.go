@@ -97,6 +97,21 @@ jobs:
 	if err != nil || families["sluice_scheduler_runs_total"] == nil || families["sluice_scheduler_rows_written_total"] == nil {
 		t.Errorf("/metrics: %v; families %d", err, len(families))
 	}
+	// Every file of the sample's tables is under a quarter of the 256 MiB
+	// target: each table written shows at least one small file.
+	small := map[string]float64{}
+	if f := families["sluice_table_small_files"]; f != nil {
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "table" {
+					small[l.GetValue()] = m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	if small["events"] < 1 || small["list_rollup"] < 1 {
+		t.Errorf("sluice_table_small_files: %v; want events and list_rollup, each at least 1", small)
+	}
 	cmd.Process.Signal(syscall.SIGTERM)
 	for m := range logs {
 		lines = append(lines, m)
