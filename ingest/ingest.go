@@ -76,6 +76,11 @@ type Result struct {
 	// KafkaPartitions are the topic's partitions whose offsets this run
 	// committed, sorted: its share of the consumer group's work.
 	KafkaPartitions []int32
+	// KafkaLag is, for each of KafkaPartitions still this run's at its
+	// end, the records between the offset it committed and the partition's
+	// last stable offset when the run started: what it left unread
+	// (Until, MaxRecords) of what had arrived.
+	KafkaLag map[int32]int64
 }
 
 // landingFile is one listed file to take.

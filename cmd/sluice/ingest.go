@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/ingest"
+	"github.com/sluice-data/sluice/scheduler"
 )
 
 func (a *app) ingestCommand() *cobra.Command {
@@ -182,6 +184,11 @@ func ingestSummary(table, from string, kafka bool, res ingest.Result) map[string
 	if kafka {
 		out["records_skipped"] = res.RecordsSkipped
 		out["kafka_partitions"] = orEmpty(res.KafkaPartitions)
+		lag := map[string]int64{}
+		for p, n := range res.KafkaLag {
+			lag[strconv.Itoa(int(p))] = n
+		}
+		out[scheduler.KafkaLagKey] = lag
 	}
 	if res.QuarantineVersion > 0 {
 		out["quarantine_version"] = res.QuarantineVersion

@@ -69,7 +69,8 @@ func TestIngestJobStopsAtTheIntervalEnd(t *testing.T) {
 }
 
 // ingest --until from Kafka reads each partition up to its first record
-// timestamped at or after the time; a later run reads the rest.
+// timestamped at or after the time, and reports what it left per
+// partition (kafka_lag); a later run reads the rest.
 func TestIngestKafkaUntil(t *testing.T) {
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "events"))
 	if err != nil {
@@ -96,11 +97,11 @@ func TestIngestKafkaUntil(t *testing.T) {
 	initEvents(t, loc)
 	src := "kafka://" + strings.Join(c.ListenAddrs(), ",") + "/events"
 	s := summaryOf(t, mustSluice(t, "ingest", loc, "--from", src, "--until", until.Format(time.RFC3339), "--json"))
-	if s["records_in"] != float64(20) {
-		t.Errorf("until %s: %v; want the 20 records before it", until, s)
+	if lag := fmt.Sprint(s["kafka_lag"]); s["records_in"] != float64(20) || lag != "map[0:10 1:10]" {
+		t.Errorf("until %s: %v; want the 20 records before it, 10 a partition left (kafka_lag)", until, s)
 	}
 	s = summaryOf(t, mustSluice(t, "ingest", loc, "--from", src, "--json"))
-	if s["records_in"] != float64(20) {
-		t.Errorf("then without until: %v; want the other 20", s)
+	if lag := fmt.Sprint(s["kafka_lag"]); s["records_in"] != float64(20) || lag != "map[0:0 1:0]" {
+		t.Errorf("then without until: %v; want the other 20, nothing left", s)
 	}
 }
