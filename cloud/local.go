@@ -346,7 +346,7 @@ func stageCopy(ctx context.Context, d *folder, r io.Reader, size int64) (tmpPath
 			d.root.Remove(tmpPath)
 		}
 	}()
-	n, err := copyCtx(ctx, tmp, r)
+	n, err := copyCtx(ctx, tmp, r, size)
 	if err == nil && size >= 0 && n != size {
 		err = fmt.Errorf("body has %d bytes, want %d", n, size)
 	}
@@ -509,12 +509,17 @@ func (s *localStore) putErr(key string, err error) error {
 	return e
 }
 
-// copyCtx copies r to w, checking ctx between chunks.
-func copyCtx(ctx context.Context, w io.Writer, r io.Reader) (int64, error) {
+// copyCtx copies r to w, checking ctx between chunks. size, when known
+// (>= 0), bounds the buffer: a small object does not cost a large one.
+func copyCtx(ctx context.Context, w io.Writer, r io.Reader, size int64) (int64, error) {
 	if r == nil {
 		return 0, nil
 	}
-	buf := make([]byte, 256<<10)
+	bufSize := int64(256 << 10)
+	if size >= 0 {
+		bufSize = min(bufSize, max(size+1, 512)) // +1: the read that finds the end
+	}
+	buf := make([]byte, bufSize)
 	var n int64
 	for {
 		if err := ctx.Err(); err != nil {

@@ -76,6 +76,11 @@ type Result struct {
 	// KafkaPartitions are the topic's partitions whose offsets this run
 	// committed, sorted: its share of the consumer group's work.
 	KafkaPartitions []int32
+	// KafkaLag is, for each of KafkaPartitions still this run's at its
+	// end, the records between the offset it committed and the partition's
+	// last stable offset when the run started: what it left unread
+	// (Until, MaxRecords) of what had arrived.
+	KafkaLag map[int32]int64
 }
 
 // landingFile is one listed file to take.
@@ -226,8 +231,8 @@ func Run(ctx context.Context, t *catalog.Table, source string, o Options) (Resul
 
 // listLanding lists the source, oldest name first (paged by the store),
 // and returns every name listed and the files that checkpoint cp does not
-// record and that are old enough to take, counting the others in
-// res.FilesWaiting.
+// record and that are old enough to take (and not modified after
+// o.Until), counting the others in res.FilesWaiting.
 func listLanding(ctx context.Context, src cloud.Store, cp checkpoint, o Options, res *Result) (listed []string, todo []landingFile, err error) {
 	cutoff := time.Now().Add(-o.MinAge)
 	err = src.List(ctx, "", func(oi cloud.ObjectInfo) error {
@@ -238,7 +243,7 @@ func listLanding(ctx context.Context, src cloud.Store, cp checkpoint, o Options,
 		if cp.has(oi.Key) {
 			return nil
 		}
-		if o.MinAge > 0 && oi.ModTime.After(cutoff) {
+		if o.MinAge > 0 && oi.ModTime.After(cutoff) || !o.Until.IsZero() && oi.ModTime.After(o.Until) {
 			res.FilesWaiting++
 			return nil
 		}

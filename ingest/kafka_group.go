@@ -126,7 +126,7 @@ func (kr *kafkaRun) planLocked(ctx context.Context, offs map[int32]kgo.Offset) e
 			return fmt.Errorf("quarantine %s: %s: %w", kr.qt.Location(), kr.qKey, err)
 		}
 	}
-	planned, err := kafkaPlan(ctx, kr.cl, kr.ks, slices.Collect(maps.Keys(offs)), cp, qcp, kr.o.OnGap)
+	planned, err := kafkaPlan(ctx, kr.cl, kr.ks, slices.Collect(maps.Keys(offs)), cp, qcp, kr.o.OnGap, kr.o.Until)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -75,14 +76,18 @@ func listStartOffsets(ctx context.Context, cl *kgo.Client, ks kafkaSource) (map[
 // partitions ps and returns what to read of each, sorted by partition. A
 // partition whose checkpointed offset is below its log start offset fails
 // with ErrKafkaGap unless onGap is GapSkip; then it is read from the log
-// start offset.
-func kafkaPlan(ctx context.Context, cl *kgo.Client, ks kafkaSource, ps []int32, cp, qcp kafkaCheckpoint, onGap GapPolicy) ([]*kafkaPart, error) {
+// start offset. With until set, a partition ends before its first record
+// timestamped at or after until.
+func kafkaPlan(ctx context.Context, cl *kgo.Client, ks kafkaSource, ps []int32, cp, qcp kafkaCheckpoint, onGap GapPolicy, until time.Time) ([]*kafkaPart, error) {
 	sp, err := listStartOffsets(ctx, cl, ks)
 	if err != nil {
 		return nil, err
 	}
 	ends, err := listStableOffsets(ctx, cl, ks.topic, ps)
 	if err != nil {
+		return nil, err
+	}
+	if err := endAt(ctx, cl, ks.topic, ends, until); err != nil {
 		return nil, err
 	}
 	var parts []*kafkaPart
@@ -120,6 +125,28 @@ func kafkaPlan(ctx context.Context, cl *kgo.Client, ks kafkaSource, ps []int32, 
 			ks.topic, strings.Join(gaps, "; "), ErrKafkaGap)
 	}
 	return parts, nil
+}
+
+// endAt lowers each partition's end in ends to its first record
+// timestamped at or after until (Kafka's ListOffsets by time), when
+// until is set and there is one.
+func endAt(ctx context.Context, cl *kgo.Client, topic string, ends map[int32]int64, until time.Time) error {
+	if until.IsZero() {
+		return nil
+	}
+	at, err := kadm.NewClient(cl).ListOffsetsAfterMilli(ctx, until.UnixMilli(), topic)
+	if err == nil {
+		err = at.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("list offsets of topic %s at %s: %w", topic, until.Format(time.RFC3339Nano), err)
+	}
+	for p, end := range ends {
+		if lo, ok := at.Lookup(topic, p); ok && lo.Offset >= 0 && lo.Offset < end {
+			ends[p] = lo.Offset
+		}
+	}
+	return nil
 }
 
 // listStableOffsets returns each partition's last stable offset: the end

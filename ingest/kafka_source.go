@@ -225,6 +225,10 @@ func runKafka(ctx context.Context, t *catalog.Table, source string, o Options) (
 	if err == nil {
 		kr.topicEnds, err = listStableOffsets(ctx, cl, ks.topic, slices.Collect(maps.Keys(starts)))
 	}
+	if err == nil {
+		kr.stableEnds = maps.Clone(kr.topicEnds)
+		err = endAt(ctx, cl, ks.topic, kr.topicEnds, o.Until)
+	}
 	if err != nil {
 		kr.abort()
 		return res, fmt.Errorf("ingest %s: %w", ks, err)
@@ -303,6 +307,9 @@ type kafkaRun struct {
 	// The topic's partitions when the run started: what the group as a
 	// whole is to read (see notCaughtUp).
 	topicStarts, topicEnds map[int32]int64
+	// stableEnds are the last stable offsets listed at the start, before
+	// Until lowered them: what Result.KafkaLag counts against.
+	stableEnds map[int32]int64
 
 	tableParts                               map[string]bool // table partitions committed to
 	covered                                  map[int32]bool  // Kafka partitions whose offsets were committed
@@ -336,6 +343,12 @@ func (kr *kafkaRun) fillResult() {
 	r.RecordsDeduplicated = kr.dedup.count()
 	r.Partitions = slices.Sorted(maps.Keys(kr.tableParts))
 	r.KafkaPartitions = slices.Sorted(maps.Keys(kr.covered))
+	r.KafkaLag = map[int32]int64{}
+	for p := range kr.covered {
+		if kp := kr.parts[p]; kp != nil {
+			r.KafkaLag[p] = max(kr.stableEnds[p]-kp.base, 0)
+		}
+	}
 }
 
 // kafkaState is what consume needs to decide its next step.

@@ -50,6 +50,14 @@ type Options struct {
 	// every file. Compared with the store's modification time, so allow
 	// for clock skew between this machine and the store.
 	MinAge time.Duration
+	// Until, when set, is where the run stops: landing files modified
+	// after it are left for a later run, and a Kafka run reads each
+	// partition only up to the first record timestamped at or after it
+	// (Kafka's ListOffsets by time). A scheduled ingest passes its
+	// interval's end, so a rerun of an interval takes the same input.
+	// Compared with the store's modification time and the records'
+	// timestamps, so allow for clock skew. Zero: no bound.
+	Until time.Time
 	// MaxRecordBytes is the largest record accepted, in bytes of its raw
 	// encoding (a JSON or CSV line); a larger one is quarantined with its
 	// first MaxRecordBytes bytes. A record costs up to RecordMemoryMultiple

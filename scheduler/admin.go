@@ -3,6 +3,9 @@ package scheduler
 import (
 	"crypto/subtle"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -20,6 +23,80 @@ type Admin struct {
 	// command refuses a non-loopback address without one.
 	Token    string
 	Registry *prometheus.Registry
+	// Limits: DefaultAdminLimits where zero.
+	Limits AdminLimits
+}
+
+// AdminLimits bound what one client may hold of the admin server: a
+// client that sends its headers slowly (slowloris) or never ends its
+// body is cut off, and a body larger than MaxBodyBytes is refused (no
+// call takes one beyond that).
+type AdminLimits struct {
+	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	MaxHeaderBytes                                            int
+	MaxBodyBytes                                              int64
+}
+
+// DefaultAdminLimits are the admin server's limits. The write timeout
+// allows for /api/runs reading a long history from an object store.
+var DefaultAdminLimits = AdminLimits{
+	ReadHeaderTimeout: 5 * time.Second,
+	ReadTimeout:       30 * time.Second,
+	WriteTimeout:      2 * time.Minute,
+	IdleTimeout:       2 * time.Minute,
+	MaxHeaderBytes:    64 << 10,
+	MaxBodyBytes:      64 << 10,
+}
+
+func (a *Admin) limits() AdminLimits {
+	l, d := a.Limits, DefaultAdminLimits
+	for _, f := range []struct{ v, d *time.Duration }{{&l.ReadHeaderTimeout, &d.ReadHeaderTimeout},
+		{&l.ReadTimeout, &d.ReadTimeout}, {&l.WriteTimeout, &d.WriteTimeout}, {&l.IdleTimeout, &d.IdleTimeout}} {
+		if *f.v <= 0 {
+			*f.v = *f.d
+		}
+	}
+	if l.MaxHeaderBytes <= 0 {
+		l.MaxHeaderBytes = d.MaxHeaderBytes
+	}
+	if l.MaxBodyBytes <= 0 {
+		l.MaxBodyBytes = d.MaxBodyBytes
+	}
+	return l
+}
+
+// HTTPServer returns the API's server, with its limits set; the caller
+// serves it on a listener and shuts it down.
+func (a *Admin) HTTPServer() *http.Server {
+	l := a.limits()
+	return &http.Server{Handler: a.limitBody(a.Handler(), l.MaxBodyBytes), ReadHeaderTimeout: l.ReadHeaderTimeout,
+		ReadTimeout: l.ReadTimeout, WriteTimeout: l.WriteTimeout, IdleTimeout: l.IdleTimeout, MaxHeaderBytes: l.MaxHeaderBytes}
+}
+
+// limitBody refuses a request whose body is over limit bytes (413), by
+// its Content-Length or, when it has none, by reading it.
+func (a *Admin) limitBody(h http.Handler, limit int64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tooLarge := func() {
+			w.Header().Set("Connection", "close")
+			writeJSON(w, http.StatusRequestEntityTooLarge, map[string]string{"error": fmt.Sprintf("request body over %d bytes", limit)})
+		}
+		if r.ContentLength > limit {
+			tooLarge()
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, limit)
+		if _, err := io.Copy(io.Discard, r.Body); err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				tooLarge()
+				return
+			}
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "read request body: " + err.Error()})
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // Handler returns the API's routes.

@@ -20,6 +20,13 @@ import (
 // 60) on one instance and a local lake, and reports how late each run
 // started after its tick (p50, p99, max), the CPU time used per second and
 // the peak RSS. It reports; it asserts nothing.
+//
+// Late is when the job's work starts against its tick, and counts the
+// claim of its interval. The first run of each job is a catch-up run of
+// the interval that ended before the server started (up to a second
+// before): its lateness is when the server started, not the scheduler's
+// overhead, so catch-up runs are counted apart (catchup-runs) and kept
+// out of the quantiles.
 func BenchmarkServe200JobsEverySecond(b *testing.B) {
 	secs := 10
 	if v := os.Getenv("SLUICE_BENCH_SECONDS"); v != "" {
@@ -32,16 +39,21 @@ func BenchmarkServe200JobsEverySecond(b *testing.B) {
 	}
 	var mu sync.Mutex
 	var late, steady []time.Duration
+	var catchups int
 	var started time.Time // of the current Serve
 	dir := b.TempDir()
 	kinds := map[string]Kind{"task": funcKind{run: func(ctx context.Context, j *Job, iv Interval) (map[string]any, error) {
 		d := time.Since(iv.End)
 		mu.Lock()
+		defer mu.Unlock()
+		if iv.End.Before(started) {
+			catchups++
+			return nil, nil
+		}
 		late = append(late, d)
 		if iv.End.Sub(started) >= 2*time.Second {
 			steady = append(steady, d) // past the start's first ticks
 		}
-		mu.Unlock()
 		return nil, nil
 	}}}
 	p, err := Parse(dir+"/p.yaml", []byte(src.String()), kinds, env(nil))
@@ -73,6 +85,7 @@ func BenchmarkServe200JobsEverySecond(b *testing.B) {
 		b.ReportMetric(q(0.99), "late-p99-ms")
 		b.ReportMetric(q(1), "late-max-ms")
 		b.ReportMetric(float64(len(late)), "runs")
+		b.ReportMetric(float64(catchups), "catchup-runs")
 	}
 	// The same after the first two seconds: at start every job reads its
 	// history and the first ticks of all 200 meet at once.

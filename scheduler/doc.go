@@ -4,7 +4,12 @@
 // sluice's own daylight-saving rules on top of robfig/cron's parser), and
 // runs intervals exactly once per lake by claiming them with a create-only
 // write under <lake>/_sluice/runs/ and holding a lease renewed by
-// heartbeat. The run records there are the history.
+// heartbeat. The run records there are the history. serve claims a
+// tick's interval a moment before the tick (ClaimAhead) so that the
+// job's work starts on it, takes over an interval whose instance died
+// once its lease ends (queued if the job is busy), and sweeps for
+// intervals of a job with after: whose upstreams succeeded but which no
+// instance ran.
 //
 // It imports only cloud. It never imports ingest, compact, rollup or
 // warehouse: a job runs through the Kind interface, which the command

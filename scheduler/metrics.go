@@ -11,7 +11,20 @@ type Metrics struct {
 	duration    *prometheus.HistogramVec
 	rows, bytes *prometheus.CounterVec
 	lastSuccess *prometheus.GaugeVec
+	smallFiles  *prometheus.GaugeVec
+	kafkaLag    *prometheus.GaugeVec
 }
+
+// SmallFilesKey is the key of a job's summary under which its kind reports,
+// by table name, how many files of the table's current version are small
+// (under a quarter of its target file size): the sluice_table_small_files
+// gauge.
+const SmallFilesKey = "small_files"
+
+// KafkaLagKey is the key of an ingest job's summary under which it
+// reports, by partition, the records of the topic it left unread: the
+// sluice_kafka_lag_records gauge.
+const KafkaLagKey = "kafka_lag"
 
 // NewMetrics registers the metrics on reg (none when reg is nil).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
@@ -26,9 +39,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Bytes written by succeeded runs, from the job's summary."}, []string{"job"}),
 		lastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sluice_scheduler_last_success_timestamp_seconds",
 			Help: "When each job's last run succeeded (Unix seconds)."}, []string{"job"}),
+		smallFiles: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sluice_table_small_files",
+			Help: "Files under a quarter of the table's target file size in its current version, after the last job that wrote it."}, []string{"table"}),
 	}
+	m.kafkaLag = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sluice_kafka_lag_records",
+		Help: "Records of a Kafka partition an ingest job left unread at its last run, against the end offset when it started."}, []string{"job", "partition"})
 	if reg != nil {
-		reg.MustRegister(m.runs, m.duration, m.rows, m.bytes, m.lastSuccess)
+		reg.MustRegister(m.runs, m.duration, m.rows, m.bytes, m.lastSuccess, m.smallFiles, m.kafkaLag)
 	}
 	return m
 }
@@ -49,5 +66,19 @@ func (m *Metrics) Observe(rec Record) {
 	}
 	if n, ok := rec.Summary["bytes_out"].(float64); ok {
 		m.bytes.WithLabelValues(rec.Job).Add(n)
+	}
+	if byPart, ok := rec.Summary[KafkaLagKey].(map[string]any); ok {
+		for p, v := range byPart {
+			if n, ok := v.(float64); ok {
+				m.kafkaLag.WithLabelValues(rec.Job, p).Set(n)
+			}
+		}
+	}
+	if byTable, ok := rec.Summary[SmallFilesKey].(map[string]any); ok {
+		for table, v := range byTable {
+			if n, ok := v.(float64); ok {
+				m.smallFiles.WithLabelValues(table).Set(n)
+			}
+		}
 	}
 }

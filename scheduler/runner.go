@@ -52,6 +52,12 @@ type Runner struct {
 
 	mu      sync.Mutex
 	running map[string]*active // by record ID
+
+	// held are the NotBefore of the runs holding a claim until their
+	// start (see startsFirst); heldMoved is closed when one leaves.
+	heldMu    sync.Mutex
+	held      map[*time.Time]struct{}
+	heldMoved chan struct{}
 }
 
 type active struct {
@@ -68,6 +74,16 @@ type RunOptions struct {
 	Only bool
 	// Trigger is recorded: schedule, run, backfill, api, catchup.
 	Trigger string
+	// NotBefore, when set, is when the job's work may start: the
+	// interval is claimed at once and the run waits, holding the lease,
+	// until then. serve claims each tick's interval a moment ahead so
+	// that the claim's record write is not in the way of the work. The
+	// jobs after it are not held.
+	NotBefore time.Time
+	// Hold, with NotBefore, ends the wait: a run whose Hold ends before
+	// NotBefore gives its claim back, recorded cancelled, without running
+	// the job (shutdown).
+	Hold context.Context
 }
 
 // Outcome is what RunInterval did with one job's interval.
@@ -136,6 +152,7 @@ func (r *Runner) Run(ctx context.Context, job *Job, iv Interval, o RunOptions) (
 		out.Record.Status != StatusUpstreamFailed && out.Record.Status != StatusCancelled {
 		return outs, err
 	}
+	o.NotBefore, o.Hold = time.Time{}, nil
 	for _, d := range r.Pipeline.Downstream(job.Name) {
 		more, derr := r.Run(ctx, d, iv, o)
 		if errors.Is(derr, ErrUpstreamPending) {
@@ -178,7 +195,7 @@ func (r *Runner) RunInterval(ctx context.Context, job *Job, iv Interval, o RunOp
 	}
 	now := r.clock().Now()
 	rec := Record{Job: job.Name, Interval: iv.Key(), Start: iv.Start, End: iv.End, ID: uuid.NewString(),
-		Instance: r.Instance, Status: StatusRunning, Trigger: o.Trigger, Started: now, LeaseUntil: now.Add(r.ttl())}
+		Instance: r.Instance, Status: StatusRunning, Trigger: o.Trigger, Started: later(now, o.NotBefore), LeaseUntil: now.Add(r.ttl())}
 	c, existing, err := r.History.claim(ctx, rec, now, o.Rerun)
 	if err != nil {
 		return Outcome{}, err
@@ -200,16 +217,25 @@ func (r *Runner) RunInterval(ctx context.Context, job *Job, iv Interval, o RunOp
 	r.track(c.record(), cancel, true)
 	defer r.track(rec, nil, false)
 	stopBeat := r.heartbeat(runCtx, c, cancel)
-	summary, status, runErr := r.attempts(runCtx, c, job, iv, log)
+	var summary map[string]any
+	var status Status
+	started, runErr := r.hold(runCtx, o)
+	if runErr != nil {
+		status = StatusCancelled
+		log.Info("shut down before the interval's start; claim given back")
+	} else {
+		summary, status, runErr = r.attempts(runCtx, c, job, iv, log)
+	}
 	stopBeat()
 	if errors.Is(context.Cause(runCtx), ErrLeaseLost) {
 		log.Error("lease lost; another instance runs the interval")
 		return Outcome{Record: c.record(), Ran: true}, fmt.Errorf("%s %s: %w", job.Name, iv, ErrLeaseLost)
 	}
 	// The final write outlives a cancelled run: its record says so.
+	r.startsFirst(ctx)
 	final, err := c.update(context.WithoutCancel(ctx), func(x *Record) {
 		x.Status, x.Summary, x.Ended, x.LeaseUntil = status, summary, r.clock().Now(), time.Time{}
-		x.Error = ""
+		x.Started, x.Error = started, ""
 		if runErr != nil {
 			x.Error = cloud.OneLine(runErr.Error(), 2000)
 		}
@@ -223,6 +249,81 @@ func (r *Runner) RunInterval(ctx context.Context, job *Job, iv Interval, o RunOp
 		return Outcome{Record: final, Ran: true}, fmt.Errorf("%s %s: %w", job.Name, iv, runErr)
 	}
 	return Outcome{Record: final, Ran: true}, nil
+}
+
+// hold waits, holding the claim, until o.NotBefore (if set), and returns
+// when the job's work starts; ErrCancelled when ctx or o.Hold ended first.
+func (r *Runner) hold(ctx context.Context, o RunOptions) (time.Time, error) {
+	if !o.NotBefore.IsZero() {
+		hctx := ctx
+		if o.Hold != nil {
+			var stop context.CancelFunc
+			hctx, stop = context.WithCancel(ctx)
+			defer stop()
+			defer context.AfterFunc(o.Hold, stop)()
+		}
+		leave := r.holdFor(o.NotBefore)
+		err := SleepUntil(hctx, r.clock(), o.NotBefore)
+		leave()
+		if err != nil {
+			return time.Time{}, fmt.Errorf("%w before the interval's start", ErrCancelled)
+		}
+	}
+	return r.clock().Now(), nil
+}
+
+// holdFor registers a held run starting at t, until leave.
+func (r *Runner) holdFor(t time.Time) (leave func()) {
+	r.heldMu.Lock()
+	defer r.heldMu.Unlock()
+	if r.held == nil {
+		r.held, r.heldMoved = map[*time.Time]struct{}{}, make(chan struct{})
+	}
+	k := &t
+	r.held[k] = struct{}{}
+	return func() {
+		r.heldMu.Lock()
+		defer r.heldMu.Unlock()
+		delete(r.held, k)
+		close(r.heldMoved)
+		r.heldMoved = make(chan struct{})
+	}
+}
+
+// startsFirst waits while a held run's start has come and its work has
+// not started yet. A run's final record write, which on a local lake
+// costs a file created and synced, then comes after the work of the runs
+// due at the same tick (200 jobs on one schedule all start at once),
+// not before it. The wait is short: a due run's timer has fired.
+func (r *Runner) startsFirst(ctx context.Context) {
+	for {
+		r.heldMu.Lock()
+		now, due := r.clock().Now(), false
+		for t := range r.held {
+			if !t.After(now) {
+				due = true
+				break
+			}
+		}
+		moved := r.heldMoved
+		r.heldMu.Unlock()
+		if !due {
+			return
+		}
+		select {
+		case <-moved:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 func (r *Runner) finished(rec Record) {

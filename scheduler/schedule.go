@@ -37,6 +37,8 @@ type Schedule struct {
 	spec  *cron.SpecSchedule // in UTC: matched against wall-clock times
 	every time.Duration      // @every: a constant delay, no wall clock
 	loc   *time.Location
+	// zoneGiven: the spec named loc (CRON_TZ=); else it is the local zone.
+	zoneGiven bool
 }
 
 // ParseSchedule parses a robfig/cron spec: five fields or six with
@@ -51,7 +53,8 @@ func ParseSchedule(spec string) (*Schedule, error) {
 	case *cron.SpecSchedule:
 		utc := *s
 		utc.Location = time.UTC
-		return &Schedule{spec: &utc, loc: s.Location}, nil
+		given := strings.HasPrefix(strings.TrimSpace(spec), "CRON_TZ=") || strings.HasPrefix(strings.TrimSpace(spec), "TZ=")
+		return &Schedule{spec: &utc, loc: s.Location, zoneGiven: given}, nil
 	case cron.ConstantDelaySchedule:
 		return &Schedule{every: s.Delay, loc: time.UTC}, nil
 	}
@@ -60,6 +63,9 @@ func ParseSchedule(spec string) (*Schedule, error) {
 
 // Location is the schedule's time zone (CRON_TZ=, else the local zone).
 func (s *Schedule) Location() *time.Location { return s.loc }
+
+// ZoneGiven tells whether the spec named its time zone (CRON_TZ= or TZ=).
+func (s *Schedule) ZoneGiven() bool { return s.zoneGiven }
 
 // wall is t's wall-clock reading in loc, as a UTC time.
 func wall(t time.Time, loc *time.Location) time.Time {

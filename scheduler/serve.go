@@ -14,6 +14,13 @@ import (
 // cancels them.
 const DefaultGrace = 30 * time.Second
 
+// ClaimAhead is how long before a tick serve claims the tick's interval
+// (at most half the interval): the claim's record write, which on a
+// local lake is a file created and synced, then happens while the job
+// waits, and the job's work starts at the tick. A job still running then
+// claims at the tick instead.
+const ClaimAhead = time.Second
+
 // maxSkippedRecords bounds how many missed intervals one start records
 // as skipped: a job down for a year on @every 1s would otherwise write
 // millions.
@@ -50,6 +57,8 @@ type dispatch struct {
 	iv      Interval
 	trigger string
 	rerun   bool
+	// notBefore: claimed ahead, the work starts then (RunOptions.NotBefore).
+	notBefore time.Time
 }
 
 // stopping tells whether Serve is shutting down (or not running).
@@ -87,7 +96,12 @@ func (s *Server) Serve(ctx context.Context) error {
 			s.trigger(ctx, job, caughtUp.Done)
 		}()
 	}
-	go func() { caughtUp.Wait(); close(ready) }()
+	triggers.Add(1)
+	go func() {
+		defer triggers.Done()
+		caughtUp.Wait()
+		s.sweepLoop(ctx, func() { close(ready) })
+	}()
 	triggers.Wait()
 	r.log().Info("shutting down: waiting for running runs", "grace", s.grace().String(), "running", len(r.Running()))
 	done := make(chan struct{})
@@ -105,7 +119,8 @@ func (s *Server) grace() time.Duration {
 	return s.Grace
 }
 
-// Ready is closed once every job's catch-up has run (or Serve ended).
+// Ready is closed once every job's catch-up has run and the first
+// upstream sweep has dispatched what it found (see sweep).
 func (s *Server) Ready() <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -141,12 +156,36 @@ func (s *Server) trigger(ctx context.Context, job *Job, caughtUp func()) {
 	caughtUp()
 	next := job.Schedule.Next(now)
 	for !next.IsZero() {
-		if err := SleepUntil(ctx, r.clock(), next); err != nil {
+		iv := job.Schedule.IntervalEnding(next)
+		ahead := min(ClaimAhead, iv.End.Sub(iv.Start)/2)
+		if err := SleepUntil(ctx, r.clock(), next.Add(-ahead)); err != nil {
 			return
 		}
-		s.dispatch(job, dispatch{iv: job.Schedule.IntervalEnding(next), trigger: "schedule"})
+		if !s.dispatchAhead(job, dispatch{iv: iv, trigger: "schedule", notBefore: next}) {
+			if err := SleepUntil(ctx, r.clock(), next); err != nil {
+				return
+			}
+			s.dispatch(job, dispatch{iv: iv, trigger: "schedule"})
+		}
 		next = job.Schedule.Next(next)
 	}
+}
+
+// dispatchAhead starts a run that claims d's interval now and starts its
+// work at d.notBefore, if the job runs nothing now; else it reports
+// false, and the tick is dispatched when it comes.
+func (s *Server) dispatchAhead(job *Job, d dispatch) bool {
+	s.mu.Lock()
+	st := s.jobs[job.Name]
+	if st.running || s.stopCx.Err() != nil {
+		s.mu.Unlock()
+		return false
+	}
+	st.running = true
+	s.runs.Add(1)
+	s.mu.Unlock()
+	go s.run(job, st, d)
+	return true
 }
 
 // missed returns the intervals to run at start: those that ended since
@@ -162,9 +201,15 @@ func (s *Server) missed(ctx context.Context, job *Job, now time.Time) []dispatch
 	if err != nil {
 		r.log().Error("catch-up: read history", "job", job.Name, "error", err)
 	}
+	// A cancelled run (a shutdown's) does not count: its interval runs
+	// again. Nor does one still running: its instance may be gone, and
+	// looking at it again takes it over once its lease ends.
 	var lastEnd time.Time
-	if len(last) > 0 {
-		lastEnd = last[len(last)-1].End
+	for i := len(last) - 1; i >= 0; i-- {
+		if st := last[i].Status; st != StatusCancelled && st != StatusRunning {
+			lastEnd = last[i].End
+			break
+		}
 	}
 	var ivs []Interval // newest first
 	for iv := latest; !iv.Start.IsZero() && iv.End.After(lastEnd) && len(ivs) < job.Catchup+maxSkippedRecords; iv = job.Schedule.IntervalEnding(iv.Start) {
@@ -208,8 +253,12 @@ func (s *Server) dispatch(job *Job, d dispatch) {
 		s.jobs[job.Name] = st
 	}
 	if st.running {
-		// Catch-up intervals run one after another, whatever overlap says.
-		if job.Overlap == OverlapQueue || d.trigger == "catchup" {
+		// Catch-up intervals run one after another, whatever overlap
+		// says; so does an interval taken over from a dead instance (its
+		// record says running: a skip could not be recorded, and the
+		// interval would be lost) or one whose upstreams' instance died
+		// before it ran it (see sweep).
+		if job.Overlap == OverlapQueue || d.trigger == "catchup" || d.trigger == "takeover" || d.trigger == "upstream" {
 			st.queue = append(st.queue, d)
 			s.mu.Unlock()
 			return
@@ -236,7 +285,7 @@ func (s *Server) run(job *Job, st *jobState, d dispatch) {
 	defer s.runs.Done()
 	r := s.Runner
 	for {
-		outs, err := r.Run(s.runCx, job, d.iv, RunOptions{Trigger: d.trigger, Rerun: d.rerun})
+		outs, err := r.Run(s.runCx, job, d.iv, RunOptions{Trigger: d.trigger, Rerun: d.rerun, NotBefore: d.notBefore, Hold: s.stopCx})
 		if err != nil && !errors.Is(err, ErrUpstreamPending) {
 			r.log().Warn("run did not succeed", "job", job.Name, "interval", d.iv.String(), "error", err)
 		}

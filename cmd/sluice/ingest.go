@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -11,11 +12,13 @@ import (
 
 	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/ingest"
+	"github.com/sluice-data/sluice/scheduler"
 )
 
 func (a *app) ingestCommand() *cobra.Command {
 	var (
 		from, format, quarantine, epochUnit, maxRecordBytes, memory, onGap string
+		until                                                              string
 		maxRecords                                                         int64
 		minAge                                                             time.Duration
 		ordered                                                            bool
@@ -24,7 +27,7 @@ func (a *app) ingestCommand() *cobra.Command {
 	)
 	var group, instanceID string
 	cmd := &cobra.Command{
-		Use:   "ingest TABLE --from SOURCE [--format jsonl|csv|parquet] [--max-records N] [--quarantine TABLE2] [--min-age D] [--on-gap fail|skip]",
+		Use:   "ingest TABLE --from SOURCE [--format jsonl|csv|parquet] [--max-records N] [--quarantine TABLE2] [--min-age D] [--until TIME] [--on-gap fail|skip]",
 		Short: "Ingest landing files or a Kafka topic into a table, exactly once",
 		Long: `Append the landing files under SOURCE (a path, file://, s3:// or az:// prefix)
 that TABLE has not taken yet, and record them in the same commit: a rerun
@@ -39,7 +42,11 @@ gzip, a Parquet file of an incompatible schema) is reported, not recorded,
 and retried by the next run; the others are committed and the exit code is 1.
 
 Files younger than --min-age are left for the next run: a producer may
-still be writing them.
+still be writing them. --until TIME (RFC 3339) stops at TIME: files
+modified after it are left for a later run, and a Kafka run reads each
+partition up to its first record timestamped at or after TIME. A scheduled
+ingest job passes its interval's end, so a rerun of an interval takes the
+same input.
 
 A Kafka source, kafka://host:port[,host:port]/topic, is read per partition
 from the offset TABLE records up to the end offset listed when the run is
@@ -75,6 +82,13 @@ records_deduplicated.`,
 				OnGap: ingest.GapPolicy(onGap), RunID: a.runID, Logger: a.logger}
 			o.Group, o.InstanceID = group, instanceID
 			o.DedupKey, o.DedupWindow = dedupKey, dedupWindow
+			if until != "" {
+				t, err := time.Parse(time.RFC3339Nano, until)
+				if err != nil {
+					return usageError{cmd: "ingest", err: fmt.Errorf("--until %q: want an RFC 3339 time such as 2024-05-01T00:00:00Z", until)}
+				}
+				o.Until = t
+			}
 			if memory != "" {
 				n, err := humanize.ParseBytes(memory)
 				if err != nil || n == 0 || n > 1<<50 {
@@ -144,6 +158,7 @@ records_deduplicated.`,
 	cmd.Flags().Int64Var(&maxRecords, "max-records", 0, "stop once this many records were read (landing files are taken whole; Kafka stops exactly)")
 	cmd.Flags().StringVar(&quarantine, "quarantine", "", "quarantine table for bad records (default: TABLE + \"_quarantine\")")
 	cmd.Flags().DurationVar(&minAge, "min-age", 0, "leave files modified more recently than this for the next run")
+	cmd.Flags().StringVar(&until, "until", "", "stop at this RFC 3339 time: later files and Kafka records wait for a later run")
 	cmd.Flags().StringVar(&epochUnit, "epoch-unit", "s", "unit of numeric timestamps: s, ms or us")
 	cmd.Flags().StringVar(&maxRecordBytes, "max-record-bytes", "1MiB",
 		fmt.Sprintf("largest record accepted; larger ones are quarantined (at most a %dth of --memory)", ingest.RecordMemoryMultiple))
@@ -169,6 +184,11 @@ func ingestSummary(table, from string, kafka bool, res ingest.Result) map[string
 	if kafka {
 		out["records_skipped"] = res.RecordsSkipped
 		out["kafka_partitions"] = orEmpty(res.KafkaPartitions)
+		lag := map[string]int64{}
+		for p, n := range res.KafkaLag {
+			lag[strconv.Itoa(int(p))] = n
+		}
+		out[scheduler.KafkaLagKey] = lag
 	}
 	if res.QuarantineVersion > 0 {
 		out["quarantine_version"] = res.QuarantineVersion

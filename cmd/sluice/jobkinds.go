@@ -44,7 +44,7 @@ type commandKind struct {
 func jobKinds() map[string]scheduler.Kind {
 	ks := []*commandKind{
 		{name: "ingest", positional: "table", tables: []string{"table", "quarantine"}, locations: []string{"from"},
-			required: []string{"table", "from"}, command: (*app).ingestCommand},
+			required: []string{"table", "from"}, command: (*app).ingestCommand, interval: ingestInterval},
 		{name: "compact", positional: "table", tables: []string{"table"}, required: []string{"table"}, extra: compactScope,
 			command: (*app).compactCommand, interval: compactInterval},
 		{name: "rollup", positional: "out", tables: []string{"out", "source"}, locations: []string{"snapshot"},
@@ -60,6 +60,15 @@ func jobKinds() map[string]scheduler.Kind {
 		out[k.name] = k
 	}
 	return out
+}
+
+// ingestInterval stops the ingest at the interval's end (unless the job
+// gives until): a rerun of an interval takes the same files and records.
+func ingestInterval(j *scheduler.Job, iv scheduler.Interval) []string {
+	if _, ok := j.Option("until"); ok {
+		return nil
+	}
+	return []string{"--until", iv.End.UTC().Format(time.RFC3339Nano)}
 }
 
 // compactInterval compacts the UTC days the interval touches, the
@@ -95,12 +104,25 @@ func compactScope(o scheduler.Option) (bool, string) {
 	return true, ""
 }
 
-// rollupInterval rolls up through the interval's day in the job's zone.
+// rollupInterval rolls up through the interval's day, in the zone the
+// rollup counts days in: the job's tz option, else the zone its schedule
+// names (CRON_TZ=), which becomes --tz, so a daily job scheduled in
+// America/New_York rolls up New York days; else UTC, rollup's default.
 func rollupInterval(j *scheduler.Job, iv scheduler.Interval) []string {
-	if _, ok := j.Option("through"); ok {
-		return nil
+	var args []string
+	loc := time.UTC
+	if o, ok := j.Option("tz"); ok {
+		if l, err := time.LoadLocation(o.Value); err == nil {
+			loc = l
+		}
+	} else if j.Schedule.ZoneGiven() {
+		loc = j.Schedule.Location()
+		args = append(args, "--tz", loc.String())
 	}
-	return []string{"--through", iv.Start.In(j.Schedule.Location()).Format(time.DateOnly)}
+	if _, ok := j.Option("through"); !ok {
+		args = append(args, "--through", iv.Start.In(loc).Format(time.DateOnly))
+	}
+	return args
 }
 
 func kebab(key string) string { return strings.ReplaceAll(key, "_", "-") }
@@ -228,7 +250,40 @@ func (k *commandKind) Run(ctx context.Context, p *scheduler.Pipeline, j *schedul
 	if id := scheduler.RunID(ctx); id != "" {
 		args = append(args, "--run-id", id)
 	}
-	return runInProcess(ctx, args)
+	summary, err := runInProcess(ctx, args)
+	if err == nil && k.name != "publish" {
+		pos, _ := j.Option(k.positional)
+		if n, serr := smallFiles(ctx, p.Tables[pos.Value].Location); serr == nil && summary != nil {
+			summary[scheduler.SmallFilesKey] = map[string]any{pos.Value: float64(n)}
+		}
+	}
+	return summary, err
+}
+
+// smallFiles counts the files of the table's current version under a
+// quarter of its target file size: what compaction would merge. /metrics
+// shows it per table after each job that wrote the table.
+func smallFiles(ctx context.Context, location string) (int, error) {
+	t, err := catalog.Open(ctx, location, catalog.Options{})
+	if err != nil {
+		return 0, err
+	}
+	defer t.Close()
+	m, err := t.Latest(ctx)
+	if err != nil {
+		return 0, err
+	}
+	files, err := t.Files(ctx, m)
+	if err != nil {
+		return 0, err
+	}
+	n, limit := 0, m.TargetFileSize()/4
+	for _, f := range files {
+		if f.Bytes < limit {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // createTable creates the ingest job's table when the file gives its

@@ -69,8 +69,7 @@ terminal, JSON otherwise (--log-format).`,
 			if err != nil {
 				return fmt.Errorf("serve: listen on %s: %w", listen, err)
 			}
-			hs := &http.Server{Handler: (&scheduler.Admin{Server: s, Token: token, Registry: reg}).Handler(),
-				ReadHeaderTimeout: 10 * time.Second}
+			hs := (&scheduler.Admin{Server: s, Token: token, Registry: reg}).HTTPServer()
 			httpDone := make(chan error, 1)
 			go func() { httpDone <- hs.Serve(ln) }()
 			logger.Info("serving", "config", f.config, "lake", r.Pipeline.Lake, "jobs", len(r.Pipeline.Jobs),

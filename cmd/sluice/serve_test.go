@@ -2,10 +2,13 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -14,25 +17,32 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/sluice-data/sluice/cloud"
 	"github.com/sluice-data/sluice/internal/testenv"
 )
 
 // sluice serve with a seconds-level schedule runs ingest -> compact ->
-// rollup on a local lake: for every interval each job started after its
-// upstream ended; the tables equal the same commands by hand; SIGTERM
-// stops it with exit 0, and its log lines are JSON naming job, run and
-// interval.
+// rollup on a local lake and on the S3 test server: for every interval
+// each job started after its upstream ended; the tables equal the same
+// commands by hand; SIGTERM stops it with exit 0, and its log lines are
+// JSON naming job, run and interval.
 func TestServeEndToEndSecondsSchedule(t *testing.T) {
+	for _, kind := range []string{testenv.Local, testenv.S3} {
+		t.Run(kind, func(t *testing.T) { serveEndToEnd(t, testenv.Location(t, kind)) })
+	}
+}
+
+func serveEndToEnd(t *testing.T, lake string) {
 	root := repoRoot(t)
 	dir := t.TempDir()
 	config := filepath.Join(dir, "pipeline.yaml")
-	os.WriteFile(config, []byte(`lake: lake
+	os.WriteFile(config, []byte(`lake: `+lake+`
 tables:
   events:
-    location: lake/events
+    location: `+lake+`/events
     schema: "event_id:uuid,list_id:int64,subscriber_id:uuid,tally:int32,event_time:timestamp"
     partition_by: day(event_time)
-  list_rollup: {location: lake/list_rollup}
+  list_rollup: {location: `+lake+`/list_rollup}
 jobs:
   ingest-events:
     schedule: "*/2 * * * * *"
@@ -97,6 +107,21 @@ jobs:
 	if err != nil || families["sluice_scheduler_runs_total"] == nil || families["sluice_scheduler_rows_written_total"] == nil {
 		t.Errorf("/metrics: %v; families %d", err, len(families))
 	}
+	// Every file of the sample's tables is under a quarter of the 256 MiB
+	// target: each table written shows at least one small file.
+	small := map[string]float64{}
+	if f := families["sluice_table_small_files"]; f != nil {
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "table" {
+					small[l.GetValue()] = m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	if small["events"] < 1 || small["list_rollup"] < 1 {
+		t.Errorf("sluice_table_small_files: %v; want events and list_rollup, each at least 1", small)
+	}
 	cmd.Process.Signal(syscall.SIGTERM)
 	for m := range logs {
 		lines = append(lines, m)
@@ -150,11 +175,48 @@ jobs:
 	mustSluice(t, "rollup", rollup, "--source", events, "--snapshot", filepath.Join(root, "testdata", "pipelines", "demo-snapshot.csv"),
 		"--key", "list_id", "--time", "event_time", "--measure", "subscribers=sum(tally)", "--through", "2024-05-03")
 	for _, table := range []string{"events", "list_rollup"} {
-		got, want := tableRead(t, filepath.Join(dir, "lake", table)), tableRead(t, filepath.Join(hand, table))
+		got, want := tableRead(t, localCopy(t, lake+"/"+table)), tableRead(t, filepath.Join(hand, table))
 		if got.Rows != want.Rows || got.Checksum != want.Checksum || got.Rows == 0 {
 			t.Errorf("%s: served %+v, by hand %+v", table, got, want)
 		}
 	}
+}
+
+// localCopy returns a local folder holding every object of the table at
+// loc (its manifests and data files): loc itself when it is local.
+func localCopy(t *testing.T, loc string) string {
+	t.Helper()
+	if !strings.Contains(loc, "://") {
+		return loc
+	}
+	ctx := context.Background()
+	st, err := cloud.Open(ctx, loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	dir := filepath.Join(t.TempDir(), path.Base(loc))
+	if err := st.List(ctx, "", func(o cloud.ObjectInfo) error {
+		rc, _, err := st.Get(ctx, o.Key)
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		p := filepath.Join(dir, filepath.FromSlash(o.Key))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		f, err := os.Create(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		_, err = io.Copy(f, rc)
+		return err
+	}); err != nil {
+		t.Fatalf("copy %s: %v", loc, err)
+	}
+	return dir
 }
 
 // serve refuses an admin address off loopback without a token (exit 2),

@@ -23,7 +23,13 @@ func TestRunKilledMidRunIsTakenOverAfterTTL(t *testing.T) {
 	initEvents(t, events)
 	const files, per = 40, 20000
 	for i := range files {
-		writeEvents(t, land, fmt.Sprintf("part-%03d.jsonl", i), i*per, per)
+		name := fmt.Sprintf("part-%03d.jsonl", i)
+		writeEvents(t, land, name, i*per, per)
+		// Landed during the interval the run ingests (it stops at its end).
+		landed := time.Date(2024, 1, 1, 12, 0, 0, 0, time.UTC)
+		if err := os.Chtimes(filepath.Join(land, name), landed, landed); err != nil {
+			t.Fatal(err)
+		}
 	}
 	config := filepath.Join(dir, "pipeline.yaml")
 	os.WriteFile(config, []byte(`lake: lake

@@ -1,0 +1,59 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluice-data/sluice/cloud"
+)
+
+// The upstream's run of an interval succeeded and its instance died
+// before it ran the job after it: two serve instances started on the
+// lake find the interval and run the downstream job once between them.
+func TestServeRunsDownstreamLeftByADeadInstance(t *testing.T) {
+	var mu sync.Mutex
+	ran := map[string]int{}
+	p, h, kinds := serveLake(t, t.TempDir(), "  publish:\n    after: [load]\n    task: {}\n", func(ctx context.Context, j *Job, iv Interval) (map[string]any, error) {
+		mu.Lock()
+		ran[j.Name+"/"+iv.Key()]++
+		mu.Unlock()
+		return nil, nil
+	})
+	sched := p.Jobs["load"].Schedule
+	left := sched.Latest(t0.Add(5 * time.Second))
+	if _, err := h.put(context.Background(), Record{Job: "load", Interval: left.Key(), Start: left.Start, End: left.End,
+		ID: "dead", Attempt: 1, Instance: "dead", Status: StatusSucceeded, Started: left.End, Ended: left.End.Add(time.Second)},
+		cloud.PutOptions{IfAbsent: true}); err != nil {
+		t.Fatal(err)
+	}
+	clock := NewFakeClock(t0.Add(5 * time.Second))
+	d := newDispatches()
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 2)
+	for i := range 2 {
+		s := &Server{Runner: &Runner{Pipeline: p, Kinds: kinds, History: h, Clock: clock, Instance: fmt.Sprintf("i%d", i), LeaseTTL: time.Hour}, OnDispatch: d.hook}
+		go func() { served <- s.Serve(ctx) }()
+	}
+	d.wait("publish", left, 2) // each instance's sweep dispatched it
+	cancel()
+	for range 2 {
+		if err := <-served; err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec, _, err := h.Get(context.Background(), "publish", left.Key())
+	if err != nil || rec.Status != StatusSucceeded || rec.Trigger != "upstream" || rec.Attempt != 1 {
+		t.Fatalf("downstream record %+v, %v; want succeeded on attempt 1, trigger upstream", rec, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if n := ran["publish/"+left.Key()]; n != 1 {
+		t.Errorf("the downstream job ran the interval %d times, want once", n)
+	}
+	if n := ran["load/"+left.Key()]; n != 0 {
+		t.Errorf("the upstream ran again %d times", n)
+	}
+}
