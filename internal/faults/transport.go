@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -151,6 +152,8 @@ func (in *Injector) Proxy(target *url.URL) http.Handler {
 			r.Out.Host = r.In.Host
 		},
 		Transport: in.Transport(nil),
+		// The proxy's own complaints about the bodies it cut.
+		ErrorLog: log.New(io.Discard, "", 0),
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			if r.Context().Err() != nil {
 				return
