@@ -38,8 +38,9 @@ import (
 // bad one quarantined with its reason, the rollup equals a --full
 // recomputation, the warehouse equals the rollup, no live file is
 // missing, vacuum leaves no orphan, and every interval in the run history
-// that ran succeeded (one missed while no instance ran is recorded as
-// skipped, by design). Intervals a killed instance left running, which no
+// that ran succeeded (one recorded as skipped never ran, nor did the jobs
+// after it, recorded as upstream_failed naming the skipped upstream: these
+// are counted, see check). Intervals a killed instance left running, which no
 // restarted instance takes over by itself, are taken over with `sluice run
 // JOB --at END`, as an operator would, and counted.
 //
