@@ -205,7 +205,7 @@ func (s *s3Store) Get(ctx context.Context, key string) (io.ReadCloser, ObjectInf
 		return nil, ObjectInfo{}, s.err(key, "get", err)
 	}
 	info := ObjectInfo{Key: key, Size: aws.ToInt64(out.ContentLength), ETag: aws.ToString(out.ETag), ModTime: aws.ToTime(out.LastModified)}
-	return out.Body, info, nil
+	return s.resumable(ctx, key, info.ETag, 0, -1, out.Body), info, nil
 }
 
 func (s *s3Store) GetRange(ctx context.Context, key string, off, length int64) (io.ReadCloser, error) {
@@ -236,7 +236,11 @@ func (s *s3Store) GetRange(ctx context.Context, key string, off, length int64) (
 		}
 		return nil, s.err(key, "get range", err)
 	}
-	return out.Body, nil
+	end := int64(-1)
+	if length > 0 {
+		end = off + length
+	}
+	return s.resumable(ctx, key, aws.ToString(out.ETag), off, end, out.Body), nil
 }
 
 func (s *s3Store) Stat(ctx context.Context, key string) (ObjectInfo, error) {
