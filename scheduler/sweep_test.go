@@ -57,3 +57,52 @@ func TestServeRunsDownstreamLeftByADeadInstance(t *testing.T) {
 		t.Errorf("the upstream ran again %d times", n)
 	}
 }
+
+// An instance died while it ran an interval that is no longer the job's
+// latest: an instance started after the death, which never saw that run,
+// finds its record with the lease expired and takes the interval over
+// once, on attempt 2.
+func TestServeTakesOverARunLeftBeforeItStarted(t *testing.T) {
+	var mu sync.Mutex
+	ran := map[string]int{}
+	p, h, kinds := serveLake(t, t.TempDir(), "", func(ctx context.Context, j *Job, iv Interval) (map[string]any, error) {
+		mu.Lock()
+		ran[iv.Key()]++
+		mu.Unlock()
+		return nil, nil
+	})
+	now := t0.Add(25 * time.Second)
+	sched := p.Jobs["load"].Schedule
+	left := sched.IntervalEnding(sched.Latest(now).Start) // the one before the latest
+	if _, err := h.put(context.Background(), Record{Job: "load", Interval: left.Key(), Start: left.Start, End: left.End,
+		ID: "dead", Attempt: 1, Instance: "dead", Status: StatusRunning, Started: left.End, LeaseUntil: left.End.Add(time.Second)},
+		cloud.PutOptions{IfAbsent: true}); err != nil {
+		t.Fatal(err)
+	}
+	clock := NewFakeClock(now)
+	d := newDispatches()
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{Runner: &Runner{Pipeline: p, Kinds: kinds, History: h, Clock: clock, Instance: "late", LeaseTTL: time.Hour}, OnDispatch: d.hook}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx) }()
+	taken := make(chan struct{})
+	go func() { d.wait("load", left, 1); close(taken) }()
+	select {
+	case <-taken:
+	case <-time.After(time.Minute): // a bound on a hang, not a timing
+		t.Fatal("the interval left running was never taken over")
+	}
+	cancel()
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+	rec, _, err := h.Get(context.Background(), "load", left.Key())
+	if err != nil || rec.Status != StatusSucceeded || rec.Attempt != 2 || rec.Instance != "late" {
+		t.Fatalf("record %+v, %v; want succeeded on attempt 2 by instance late", rec, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if n := ran[left.Key()]; n != 1 {
+		t.Errorf("the interval left running ran %d times, want once", n)
+	}
+}
