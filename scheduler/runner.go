@@ -166,30 +166,37 @@ func (r *Runner) Run(ctx context.Context, job *Job, iv Interval, o RunOptions) (
 	return outs, err
 }
 
-// upstream returns the first upstream of job whose run of iv failed,
-// or ErrUpstreamPending when one has not finished.
-func (r *Runner) upstream(ctx context.Context, job *Job, iv Interval) (failed string, err error) {
+// upstream returns why job's run of iv cannot be done, and the status
+// that records it: upstream_failed for the first upstream whose run of iv
+// failed, else skipped when one was skipped (a skipped interval is not a
+// failure, and neither is what follows from it). It returns
+// ErrUpstreamPending when an upstream has not finished.
+func (r *Runner) upstream(ctx context.Context, job *Job, iv Interval) (why string, status Status, err error) {
 	for _, up := range job.After {
 		rec, _, err := r.History.Get(ctx, up, iv.Key())
 		switch {
 		case errors.Is(err, cloud.ErrNotFound):
-			return "", fmt.Errorf("%s after %s, interval %s: %w", job.Name, up, iv, ErrUpstreamPending)
+			return "", "", fmt.Errorf("%s after %s, interval %s: %w", job.Name, up, iv, ErrUpstreamPending)
 		case err != nil:
-			return "", err
+			return "", "", err
 		case rec.Status == StatusRunning:
-			return "", fmt.Errorf("%s after %s, interval %s: %w", job.Name, up, iv, ErrUpstreamPending)
+			return "", "", fmt.Errorf("%s after %s, interval %s: %w", job.Name, up, iv, ErrUpstreamPending)
+		case rec.Status == StatusSkipped:
+			if why == "" {
+				why, status = fmt.Sprintf("upstream %s: skipped", up), StatusSkipped
+			}
 		case rec.Status != StatusSucceeded:
-			return fmt.Sprintf("upstream %s: %s", up, rec.Status), nil
+			return fmt.Sprintf("upstream %s: %s", up, rec.Status), StatusUpstreamFailed, nil
 		}
 	}
-	return "", nil
+	return why, status, nil
 }
 
 // RunInterval claims job's interval iv and runs it, with retries, a
 // timeout and a heartbeat on the claim's lease. A run that is done or
 // running elsewhere is left alone (Outcome.Ran false, no error).
 func (r *Runner) RunInterval(ctx context.Context, job *Job, iv Interval, o RunOptions) (Outcome, error) {
-	failedUp, err := r.upstream(ctx, job, iv)
+	failedUp, upStatus, err := r.upstream(ctx, job, iv)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -206,10 +213,14 @@ func (r *Runner) RunInterval(ctx context.Context, job *Job, iv Interval, o RunOp
 	log := r.log().With("job", job.Name, "run", rec.ID, "interval", iv.String())
 	if failedUp != "" {
 		final, err := c.update(ctx, func(x *Record) {
-			x.Status, x.Error, x.Ended, x.LeaseUntil = StatusUpstreamFailed, failedUp, r.clock().Now(), time.Time{}
+			x.Status, x.Error, x.Ended, x.LeaseUntil = upStatus, failedUp, r.clock().Now(), time.Time{}
 		})
-		log.Warn("upstream failed", "error", failedUp)
 		r.finished(final)
+		if upStatus == StatusSkipped {
+			log.Info("skipped: an upstream was", "reason", failedUp)
+			return Outcome{Record: final, Ran: true}, err
+		}
+		log.Warn("upstream failed", "error", failedUp)
 		return Outcome{Record: final, Ran: true}, errors.Join(err, fmt.Errorf("%s %s: %s", job.Name, iv, failedUp))
 	}
 	runCtx, cancel := context.WithCancelCause(context.WithValue(ctx, runIDKey{}, rec.ID))

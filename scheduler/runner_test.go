@@ -338,3 +338,23 @@ func TestLeaseLostStopsTheRun(t *testing.T) {
 		t.Fatalf("record after the loser stopped: %+v", now)
 	}
 }
+
+// A job after a skipped interval is skipped too, with the reason: a skip
+// is no failure, and upstream_failed would count one.
+func TestDownstreamOfASkippedIntervalIsSkipped(t *testing.T) {
+	ran := false
+	p, h, kinds := lake(t, dailyPipeline, func(ctx context.Context, j *Job, iv Interval) (map[string]any, error) {
+		ran = true
+		return nil, nil
+	})
+	iv := p.Jobs["load"].Schedule.Latest(t0)
+	if _, err := h.put(context.Background(), Record{Job: "load", Interval: iv.Key(), Start: iv.Start, End: iv.End, ID: "skipped-" + iv.Key(),
+		Instance: "a", Status: StatusSkipped, Error: "missed while no instance ran", Started: t0, Ended: t0}, cloud.PutOptions{IfAbsent: true}); err != nil {
+		t.Fatal(err)
+	}
+	r := &Runner{Pipeline: p, Kinds: kinds, History: h, Instance: "b"}
+	outs, err := r.Run(context.Background(), p.Jobs["sum"], iv, RunOptions{})
+	if err != nil || len(outs) != 1 || outs[0].Record.Status != StatusSkipped || outs[0].Record.Error != "upstream load: skipped" || ran {
+		t.Fatalf("outcomes %+v, %v (job ran: %v); want sum skipped, not run, no error", outs, err, ran)
+	}
+}

@@ -201,6 +201,16 @@ func (s *Server) missed(ctx context.Context, job *Job, now time.Time) []dispatch
 	if err != nil {
 		r.log().Error("catch-up: read history", "job", job.Name, "error", err)
 	}
+	// Another instance that holds a live lease on one of the job's runs
+	// serves the job: nothing was missed while no instance ran, and the
+	// older intervals it has not claimed yet are its to run, not this
+	// one's to skip.
+	servedElsewhere := false
+	for _, rec := range last {
+		if rec.Status == StatusRunning && rec.Instance != r.Instance && now.Before(rec.LeaseUntil) {
+			servedElsewhere = true
+		}
+	}
 	// A cancelled run (a shutdown's) does not count: its interval runs
 	// again. Nor does one still running: its instance may be gone, and
 	// looking at it again takes it over once its lease ends.
@@ -221,7 +231,9 @@ func (s *Server) missed(ctx context.Context, job *Job, now time.Time) []dispatch
 	var out []dispatch
 	for i := len(ivs) - 1; i >= 0; i-- {
 		if i >= job.Catchup {
-			s.skip(ctx, job, ivs[i], "missed while no instance ran; older than catchup allows")
+			if !servedElsewhere {
+				s.skip(ctx, job, ivs[i], "missed while no instance ran; older than catchup allows")
+			}
 			continue
 		}
 		out = append(out, dispatch{iv: ivs[i], trigger: "catchup"})

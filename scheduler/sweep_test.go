@@ -106,3 +106,42 @@ func TestServeTakesOverARunLeftBeforeItStarted(t *testing.T) {
 		t.Errorf("the interval left running ran %d times, want once", n)
 	}
 }
+
+// An instance that starts while another serves the job (a run of it holds
+// a live lease) records none of the intervals the other has not claimed
+// yet as skipped: nothing was missed while no instance ran.
+func TestServeStartedBesideALiveInstanceSkipsNothing(t *testing.T) {
+	p, h, kinds := serveLake(t, t.TempDir(), "", func(ctx context.Context, j *Job, iv Interval) (map[string]any, error) { return nil, nil })
+	sched := p.Jobs["load"].Schedule
+	at := func(end time.Duration) Interval { return sched.Latest(t0.Add(end)) }
+	now := t0.Add(65 * time.Second)
+	for _, rec := range []Record{
+		{Start: at(10 * time.Second).Start, End: at(10 * time.Second).End, Status: StatusSucceeded, Instance: "other", Ended: t0.Add(11 * time.Second)},
+		{Start: at(50 * time.Second).Start, End: at(50 * time.Second).End, Status: StatusRunning, Instance: "other", LeaseUntil: now.Add(time.Hour)},
+	} {
+		rec.Interval = Interval{Start: rec.Start, End: rec.End}.Key()
+		rec.Job, rec.ID, rec.Attempt = "load", "r-"+rec.Interval, 1
+		if _, err := h.put(context.Background(), rec, cloud.PutOptions{IfAbsent: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := newDispatches()
+	s := &Server{Runner: &Runner{Pipeline: p, Kinds: kinds, History: h, Clock: NewFakeClock(now), Instance: "late", LeaseTTL: time.Hour}, OnDispatch: d.hook}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx) }()
+	d.wait("load", at(60*time.Second), 1) // the catch-up of the latest interval ran
+	cancel()
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+	recs, err := h.List(context.Background(), "load")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range recs {
+		if rec.Status == StatusSkipped {
+			t.Errorf("interval %s recorded skipped by %s beside a live instance", rec.Interval, rec.Instance)
+		}
+	}
+}
