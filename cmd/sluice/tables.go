@@ -331,7 +331,12 @@ func (a *app) vacuumCommand() *cobra.Command {
 		Long: `Delete data files that no version committed within --retain (nor the latest)
 references and that are older than --retain, and leftovers of commits that
 crashed or lost a race. Manifests are kept. Versions older than --retain can
-no longer be rolled back to once their files are gone. A retention under
+no longer be rolled back to once their files are gone. On a table with the
+iceberg.catalog property (sluice iceberg enable), the mirror's snapshots older
+than --retain are expired too (the current one stays), and every file a
+snapshot still in the mirror references is kept; --json says so under
+"iceberg". A table whose _iceberg/ holds a mirror without the property is
+refused. A retention under
 24h is refused without --force: a writer may still be about to commit the
 files it wrote. --retain 0 --force keeps only the latest version and
 deletes every file it does not reference. --dry-run lists what would be
@@ -346,14 +351,22 @@ deleted.`,
 				return err
 			}
 			defer t.Close()
-			res, err := t.Vacuum(cmd.Context(), catalog.VacuumOptions{Retain: retain, Force: force, DryRun: dryRun})
+			keep, mirror, err := a.icebergVacuum(cmd, t, args[0], dryRun)
+			if err != nil {
+				return err
+			}
+			res, err := t.Vacuum(cmd.Context(), catalog.VacuumOptions{Retain: retain, Force: force, DryRun: dryRun, Keep: keep})
 			if err != nil {
 				return err
 			}
 			if a.jsonOut {
-				return a.summary(map[string]any{"command": "vacuum", "table": args[0], "dry_run": dryRun,
+				out := map[string]any{"command": "vacuum", "table": args[0], "dry_run": dryRun,
 					"files_deleted": len(res.Deleted), "bytes_deleted": res.Bytes, "deleted": orEmpty(res.Deleted),
-					"retained_versions": res.RetainedVersions})
+					"retained_versions": res.RetainedVersions}
+				if mirror != nil {
+					out["iceberg"] = mirror
+				}
+				return a.summary(out)
 			}
 			if dryRun {
 				w := bufferedStdout(a)
