@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -60,7 +61,7 @@ them.`,
 			// The first sync runs before the property is set: a catalog
 			// that cannot be reached, or a table it cannot mirror, is
 			// found now, not at every commit after.
-			res, err := a.syncMirror(cmd, t, set)
+			res, err := a.syncMirror(cmd.Context(), t, set)
 			for k, v := range res {
 				out[k] = v
 			}
@@ -108,14 +109,14 @@ remove TABLE/_iceberg/).`,
 // syncMirror opens set's catalog and syncs t into it, returning what a
 // --json summary says of it: the catalog, identifier, snapshot id (as a
 // number and as a string), version mirrored and metadata location.
-func (a *app) syncMirror(cmd *cobra.Command, t *catalog.Table, set iceberg.Settings) (map[string]any, error) {
+func (a *app) syncMirror(ctx context.Context, t *catalog.Table, set iceberg.Settings) (map[string]any, error) {
 	out := map[string]any{"catalog": cloud.Redact(set.Catalog), "identifier": set.Namespace + "." + set.Name}
-	cat, err := iceberg.OpenCatalog(cmd.Context(), set.Catalog)
+	cat, err := iceberg.OpenCatalog(ctx, set.Catalog)
 	if err != nil {
 		return out, err
 	}
 	defer cat.Close()
-	res, err := iceberg.Sync(cmd.Context(), t, cat, iceberg.Options{Namespace: set.Namespace, Name: set.Name,
+	res, err := iceberg.Sync(ctx, t, cat, iceberg.Options{Namespace: set.Namespace, Name: set.Name,
 		Progress: func(s iceberg.Snapshot) {
 			a.logger.Info("mirrored", "version", s.Version, "snapshot_id", s.SnapshotID, "operation", s.Operation)
 		}})
