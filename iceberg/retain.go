@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/sluice-data/sluice/catalog"
 )
 
 // RetainResult says what Retain expired and which files the snapshots it
@@ -23,14 +25,14 @@ type RetainResult struct {
 	MetadataLocation string `json:"metadata_location"`
 }
 
-// Retain expires the mirror's snapshots committed before cutoff, as
+// Retain expires the snapshots of tbl's mirror committed before cutoff, as
 // vacuum expires sluice versions: the current snapshot always stays. It
 // returns every data file a kept snapshot references, which vacuum must
 // not delete. Expired snapshots' data files are never deleted here (they
 // are sluice's, and vacuum decides); their Iceberg manifests stay too, as
 // earlier metadata files name them. On a dry run nothing is committed,
 // and the files are those of the snapshots an expiry would keep.
-func Retain(ctx context.Context, cat *Catalog, opts Options, cutoff time.Time, dryRun bool) (RetainResult, error) {
+func Retain(ctx context.Context, tbl *catalog.Table, cat *Catalog, opts Options, cutoff time.Time, dryRun bool) (RetainResult, error) {
 	var res RetainResult
 	ident := table.Identifier{opts.Namespace, opts.Name}
 	it, err := cat.Load(ctx, ident)
@@ -49,6 +51,9 @@ func Retain(ctx context.Context, cat *Catalog, opts Options, cutoff time.Time, d
 		}
 		if it, err = tx.Commit(ctx); err != nil {
 			return res, fmt.Errorf("expire snapshots of %s: %w", strings.Join(ident, "."), err)
+		}
+		if err := writeHint(ctx, tbl, it.MetadataLocation()); err != nil {
+			return res, err
 		}
 		kept = it.Metadata().Snapshots()
 	}
@@ -129,13 +134,13 @@ func SnapshotVersions(ctx context.Context, cat *Catalog, opts Options) (map[int6
 	return out, cur, err
 }
 
-// VacuumKeep returns a catalog.VacuumOptions.Keep for a table mirrored
+// VacuumKeep returns a catalog.VacuumOptions.Keep for tbl, mirrored
 // in cat: at vacuum's cutoff it expires the mirror's older snapshots
 // (none on a dry run) and keeps the files of the others. What it did is
 // stored in *res.
-func VacuumKeep(cat *Catalog, opts Options, dryRun bool, res *RetainResult) func(context.Context, time.Time) (map[string]bool, error) {
+func VacuumKeep(tbl *catalog.Table, cat *Catalog, opts Options, dryRun bool, res *RetainResult) func(context.Context, time.Time) (map[string]bool, error) {
 	return func(ctx context.Context, cutoff time.Time) (map[string]bool, error) {
-		r, err := Retain(ctx, cat, opts, cutoff, dryRun)
+		r, err := Retain(ctx, tbl, cat, opts, cutoff, dryRun)
 		*res = r
 		if err != nil {
 			return nil, fmt.Errorf("the Iceberg mirror: %w", err)

@@ -95,7 +95,7 @@ func TestIcebergVacuumKeepsRetainedSnapshots(t *testing.T) {
 		var rr iceberg.RetainResult
 		o := catalog.VacuumOptions{Retain: retain, Now: cutoff.Add(retain), DryRun: dryRun}
 		if keep {
-			o.Keep = iceberg.VacuumKeep(cat, opts, dryRun, &rr)
+			o.Keep = iceberg.VacuumKeep(tbl, cat, opts, dryRun, &rr)
 		}
 		res, err := tbl.Vacuum(ctx, o)
 		if err != nil {

@@ -85,6 +85,11 @@ func Sync(ctx context.Context, tbl *catalog.Table, cat *Catalog, opts Options) (
 	for attempt := 0; ; attempt++ {
 		err := syncFrom(ctx, it, tbl, latest, attempt == 0, &res, opts)
 		if err == nil || attempt >= maxConflicts {
+			if res.MetadataLocation != "" {
+				// What was committed stands, even if a later version
+				// failed: the hint names it.
+				err = errors.Join(err, writeHint(ctx, tbl, res.MetadataLocation))
+			}
 			return res, err
 		}
 		// A commit that failed because a rival sync moved the mirror

@@ -53,7 +53,7 @@ func (a *app) icebergVacuum(cmd *cobra.Command, t *catalog.Table, table string, 
 		}
 		defer cat.Close()
 		var rr iceberg.RetainResult
-		files, err := iceberg.VacuumKeep(cat, set.Options(), dryRun, &rr)(ctx, cutoff)
+		files, err := iceberg.VacuumKeep(t, cat, set.Options(), dryRun, &rr)(ctx, cutoff)
 		report["snapshots_expired"] = rr.Expired
 		report["snapshots_retained"] = rr.Retained
 		report["files_kept"] = len(rr.Keep)
