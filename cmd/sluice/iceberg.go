@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"path"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -77,8 +78,11 @@ JDBC catalog reading them under that name. On a table with the
 iceberg.catalog property ('sluice iceberg enable'), --catalog, --namespace
 and --name default to the property's.
 
---json prints {"catalog", "identifier", "snapshot_id", "version",
-"metadata_location", "mirrored", ...}: hand metadata_location to a reader.`,
+--json prints {"catalog", "identifier", "snapshot_id", "snapshot_id_string",
+"version", "metadata_location", "mirrored", ...}: hand metadata_location to a
+reader. A snapshot id is a 64-bit integer, usually beyond the 2^53 that a
+JavaScript number (or jq before 1.7) holds exactly: "snapshot_id" is the
+exact number, "snapshot_id_string" the same in decimal text, for those.`,
 		Example: `  sluice iceberg sync ./lake/events --catalog sqlite:///var/lib/sluice/catalog.db
   sluice iceberg sync s3://lake/events --catalog postgres://sluice@db/lake --namespace lake --name events --json`,
 		Args: exactArgs(1, "TABLE"),
@@ -117,7 +121,7 @@ and --name default to the property's.
 				},
 			})
 			out["identifier"] = res.Identifier
-			out["snapshot_id"] = res.SnapshotID
+			setSnapshotID(out, res.SnapshotID)
 			out["version"] = res.Version
 			out["metadata_location"] = res.MetadataLocation
 			out["mirrored"] = res.Mirrored
@@ -137,6 +141,14 @@ and --name default to the property's.
 	}
 	mf.register(cmd)
 	return cmd
+}
+
+// setSnapshotID puts a snapshot id into a --json summary twice: as the
+// exact number, and as decimal text, which JavaScript and older jq do not
+// round (a double holds integers exactly only up to 2^53).
+func setSnapshotID(out map[string]any, id int64) {
+	out["snapshot_id"] = id
+	out["snapshot_id_string"] = strconv.FormatInt(id, 10)
 }
 
 // mergeSettings gives the table's property prop precedence over the

@@ -120,7 +120,7 @@ func (a *app) syncMirror(ctx context.Context, t *catalog.Table, set iceberg.Sett
 		Progress: func(s iceberg.Snapshot) {
 			a.logger.Info("mirrored", "version", s.Version, "snapshot_id", s.SnapshotID, "operation", s.Operation)
 		}})
-	out["snapshot_id"] = res.SnapshotID
+	setSnapshotID(out, res.SnapshotID)
 	out["version"] = res.Version
 	out["metadata_location"] = res.MetadataLocation
 	out["mirrored"] = res.Mirrored
