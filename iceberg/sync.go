@@ -264,17 +264,17 @@ func mirrorVersion(ctx context.Context, it *table.Table, m *catalog.Manifest, ad
 	if err := sameShape(it, m); err != nil {
 		return nil, err
 	}
-	spec := it.Spec()
+	spec, sch := it.Spec(), it.Schema()
 	var add, del []ice.DataFile
 	for p, f := range added {
-		df, err := dataFile(p, f, m.Spec, spec)
+		df, err := dataFile(p, f, m, sch, spec)
 		if err != nil {
 			return nil, err
 		}
 		add = append(add, df)
 	}
 	for p, f := range removed {
-		df, err := dataFile(p, f, m.Spec, spec)
+		df, err := dataFile(p, f, m, sch, spec)
 		if err != nil {
 			return nil, err
 		}
@@ -336,11 +336,12 @@ func sameShape(it *table.Table, m *catalog.Manifest) error {
 	return nil
 }
 
-// dataFile describes sluice file f, at Iceberg path p, to Iceberg: its
-// size, rows and partition tuple, all from the sluice manifest; the file
-// itself is not read.
-func dataFile(p string, f catalog.DataFile, spec catalog.PartitionSpec, ispec ice.PartitionSpec) (ice.DataFile, error) {
-	part, types, err := partitionData(spec, ispec, f)
+// dataFile describes sluice file f of version m, at Iceberg path p, to
+// Iceberg: its size, rows, partition tuple and column statistics (value
+// and null counts, lower and upper bounds), all from the sluice manifest;
+// the file itself is not read.
+func dataFile(p string, f catalog.DataFile, m *catalog.Manifest, sch *ice.Schema, ispec ice.PartitionSpec) (ice.DataFile, error) {
+	part, types, err := partitionData(m.Spec, ispec, f)
 	if err != nil {
 		return nil, err
 	}
@@ -348,6 +349,8 @@ func dataFile(p string, f catalog.DataFile, spec catalog.PartitionSpec, ispec ic
 	if err != nil {
 		return nil, fmt.Errorf("describe %s: %w", p, err)
 	}
+	cm := columnMetrics(f, m.Schema, sch)
+	b.ValueCounts(cm.values).NullValueCounts(cm.nulls).LowerBoundValues(cm.lower).UpperBoundValues(cm.upper)
 	return b.Build(), nil
 }
 
