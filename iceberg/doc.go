@@ -14,10 +14,11 @@
 //
 // Files: sync.go Sync and the per-version snapshot; catalog.go the SQL
 // catalog and creating the mirror; schema.go the type and partition
-// mapping; retain.go expiring snapshots with vacuum's retention and the
-// files the others reference; settings.go the iceberg.catalog properties;
-// hint.go version-hint.text, for readers that take the mirror's path;
-// bounds.go the column statistics of data files, for pruning.
+// mapping; evolve.go new columns; retain.go expiring snapshots with
+// vacuum's retention and the files the others reference; settings.go the
+// iceberg.catalog properties; hint.go version-hint.text, for readers that
+// take the mirror's path; bounds.go the column statistics of data files,
+// for pruning.
 // The mirror's metadata lives under the table's _iceberg/ folder, on
 // whatever store the table is (local disk, S3). It imports catalog and
 // cloud (and internal/pqio, to read the statistics' text) only, never the

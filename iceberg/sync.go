@@ -57,7 +57,9 @@ type Result struct {
 }
 
 // ErrSchemaChanged is returned when a version's schema or partition spec
-// differs from the mirror's: schema evolution is not mirrored yet.
+// differs from the mirror's in a way not mirrored: a column's type or
+// nullability changed, a new column is not nullable, or the partitioning
+// changed. New nullable columns are mirrored (see evolve).
 var ErrSchemaChanged = errors.New("schema or partitioning changed")
 
 // Sync brings the Iceberg mirror of tbl in cat up to tbl's newest version:
@@ -261,7 +263,8 @@ func versionOf(m *catalog.Manifest) int64 {
 // changed no file is an empty append, so that every version has its
 // snapshot.
 func mirrorVersion(ctx context.Context, it *table.Table, m *catalog.Manifest, added, removed map[string]catalog.DataFile) (*table.Table, error) {
-	if err := sameShape(it, m); err != nil {
+	it, err := evolve(ctx, it, m)
+	if err != nil {
 		return nil, err
 	}
 	spec, sch := it.Spec(), it.Schema()
@@ -288,7 +291,6 @@ func mirrorVersion(ctx context.Context, it *table.Table, m *catalog.Manifest, ad
 	if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
 		return nil, err
 	}
-	var err error
 	switch {
 	case len(del) == 0 && len(add) == 0:
 		err = tx.AddFiles(ctx, nil, props, false)
@@ -317,23 +319,6 @@ func mirrorVersion(ctx context.Context, it *table.Table, m *catalog.Manifest, ad
 		return nil, fmt.Errorf("commit the snapshot: %w", err)
 	}
 	return next, nil
-}
-
-// sameShape refuses a version whose schema or partitioning differs from
-// the mirror's.
-func sameShape(it *table.Table, m *catalog.Manifest) error {
-	sch, err := icebergSchema(m.Schema, m.Spec)
-	if err != nil {
-		return err
-	}
-	if !sch.Equals(it.Schema()) {
-		return fmt.Errorf("version %d: %w (mirror %s, table %s): evolving the mirror is not built yet", m.Version, ErrSchemaChanged, it.Schema(), sch)
-	}
-	spec := it.Spec()
-	if spec.NumFields() != len(m.Spec.Fields) {
-		return fmt.Errorf("version %d: %w: partitioned by %q, the mirror by %s", m.Version, ErrSchemaChanged, m.Spec, spec)
-	}
-	return nil
 }
 
 // dataFile describes sluice file f of version m, at Iceberg path p, to

@@ -69,7 +69,9 @@ rollback or other removal an overwrite to exactly that version's files. Each
 snapshot's summary carries sluice.version=N: sync is idempotent, and resumes
 where a killed or failed sync stopped. The mirror is created on first sync
 (and its namespace, if missing) with the table's schema and day(col)
-partitioning; schema changes are not mirrored yet.
+partitioning. A nullable column added to the table is added to the mirror's
+schema; a column whose type changes, or new partitioning, is not mirrored
+(the sync fails, saying so, and the mirror stays at the version before).
 
 --catalog is sqlite:///path/catalog.db (one file, created if missing) or
 postgres://user@host/db (the password from the URL or PGPASSWORD, never
