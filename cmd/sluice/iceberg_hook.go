@@ -91,6 +91,9 @@ func (a *app) afterCommit(cmd *cobra.Command, t *catalog.Table) {
 	if cmd.Context().Err() != nil {
 		return // interrupted: the next commit or sync catches up
 	}
+	if dry, _ := a.result["dry_run"].(bool); dry {
+		return // a dry run changes nothing, the mirror included
+	}
 	set, ok, err := iceberg.ReadSettings(ctx, t)
 	if err != nil {
 		a.mirrorWarning(map[string]any{}, t, err)

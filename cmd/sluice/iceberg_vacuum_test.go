@@ -12,7 +12,8 @@ import (
 // but the current one and then deletes the files compaction replaced;
 // icebird reads the one snapshot left as DuckDB reads `sluice files`.
 // A vacuum within the retention expires nothing. A table whose _iceberg/
-// holds a mirror made without the property is refused, deleting nothing.
+// holds a mirror made without the property (or after iceberg disable) is
+// refused, deleting nothing; after disable, commits no longer sync.
 func TestIcebergVacuumCommand(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "catalog.db")
@@ -64,5 +65,15 @@ func TestIcebergVacuumCommand(t *testing.T) {
 	want := duckRead(t, after)
 	if len(snaps) != 1 || snaps[0].Rows != want.Rows || snaps[0].Duck.Checksum != want.Checksum || len(snaps[0].Paths) != len(after) {
 		t.Fatalf("after the expiry icebird sees %d snapshots: %+v; sluice files: %d files, %+v", len(snaps), snaps, len(after), want)
+	}
+
+	// Disabled: commits no longer sync, and vacuum refuses again.
+	mustSluice(t, "iceberg", "disable", tbl)
+	writeEvents(t, land, "c.jsonl", 160, 10)
+	if s := summaryOf(t, mustSluice(t, "ingest", tbl, "--from", land, "--json")); s["iceberg"] != nil {
+		t.Errorf("ingest after disable synced: %v", s)
+	}
+	if r := sluice(t, nil, "vacuum", tbl); r.code != 1 || !strings.Contains(r.stderr, "iceberg enable") {
+		t.Errorf("vacuum after disable: exit %d, %s", r.code, r.stderr)
 	}
 }
