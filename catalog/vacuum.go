@@ -40,6 +40,11 @@ type VacuumOptions struct {
 	DryRun bool
 	// Now is the clock; zero: time.Now().
 	Now time.Time
+	// Keep, when set, is called with the cutoff (Now less Retain) before
+	// anything is listed, and returns more data files to keep, located as
+	// FileURL locates them: those an Iceberg mirror's retained snapshots
+	// reference. Its error stops the vacuum, deleting nothing.
+	Keep func(ctx context.Context, cutoff time.Time) (map[string]bool, error)
 }
 
 // VacuumResult lists what Vacuum deleted (or would delete, on a dry run).
@@ -73,6 +78,13 @@ func (t *Table) Vacuum(ctx context.Context, o VacuumOptions) (VacuumResult, erro
 		o.Now = time.Now()
 	}
 	cutoff := o.Now.Add(-o.Retain)
+	var keep map[string]bool
+	if o.Keep != nil {
+		var err error
+		if keep, err = o.Keep(ctx, cutoff); err != nil {
+			return res, fmt.Errorf("vacuum %s: %w", t.loc, err)
+		}
+	}
 	hist, err := t.History(ctx)
 	if err != nil {
 		return res, err
@@ -126,7 +138,7 @@ func (t *Table) Vacuum(ctx context.Context, o VacuumOptions) (VacuumResult, erro
 				doomed = append(doomed, obj)
 			}
 		case isDataFile(obj.Key):
-			if !live[obj.Key] {
+			if !live[obj.Key] && !keep[t.store.URL(obj.Key)] {
 				doomed = append(doomed, obj)
 			}
 		}

@@ -14,7 +14,18 @@
 //
 // Files: sync.go Sync and the per-version snapshot; catalog.go the SQL
 // catalog and creating the mirror; schema.go the type and partition
-// mapping. The mirror's metadata lives under the table's _iceberg/ folder,
-// on whatever store the table is (local disk, S3). It imports catalog and
-// cloud only, never the jobs (ingest, compact, rollup, warehouse).
+// mapping; evolve.go new columns; retain.go expiring snapshots with
+// vacuum's retention and the files the others reference; settings.go the
+// iceberg.catalog properties; hint.go version-hint.text, for readers that
+// take the mirror's path; bounds.go the column statistics of data files,
+// for pruning.
+// The mirror's metadata lives under the table's _iceberg/ folder, on
+// whatever store the table is (local disk, S3). It imports catalog and
+// cloud (and internal/pqio, to read the statistics' text) only, never the
+// jobs (ingest, compact, rollup, warehouse).
+//
+// A sync's cost follows the change, not the table: it reads only the
+// partitions whose pieces a version changed, and appends through
+// iceberg-go's fast append (a new manifest for the new files, the others
+// reused) without its duplicate check, which would read every manifest.
 package iceberg

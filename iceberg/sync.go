@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -56,7 +57,9 @@ type Result struct {
 }
 
 // ErrSchemaChanged is returned when a version's schema or partition spec
-// differs from the mirror's: schema evolution is not mirrored yet.
+// differs from the mirror's in a way not mirrored: a column's type or
+// nullability changed, a new column is not nullable, or the partitioning
+// changed. New nullable columns are mirrored (see evolve).
 var ErrSchemaChanged = errors.New("schema or partitioning changed")
 
 // Sync brings the Iceberg mirror of tbl in cat up to tbl's newest version:
@@ -85,6 +88,11 @@ func Sync(ctx context.Context, tbl *catalog.Table, cat *Catalog, opts Options) (
 	for attempt := 0; ; attempt++ {
 		err := syncFrom(ctx, it, tbl, latest, attempt == 0, &res, opts)
 		if err == nil || attempt >= maxConflicts {
+			if res.MetadataLocation != "" {
+				// What was committed stands, even if a later version
+				// failed: the hint names it.
+				err = errors.Join(err, writeHint(ctx, tbl, res.MetadataLocation))
+			}
 			return res, err
 		}
 		// A commit that failed because a rival sync moved the mirror
@@ -123,26 +131,22 @@ func syncFrom(ctx context.Context, it *table.Table, tbl *catalog.Table, latest i
 	if done > latest {
 		return fmt.Errorf("the mirror %s records version %d, beyond the table's latest %d: it mirrors another table", res.Identifier, done, latest)
 	}
-	var prev map[string]catalog.DataFile
+	var prev *catalog.Manifest
 	if done > 0 {
-		m, err := tbl.Manifest(ctx, done)
-		if err != nil {
+		if prev, err = tbl.Manifest(ctx, done); err != nil {
 			return fmt.Errorf("read version %d: %w", done, err)
-		}
-		if prev, err = liveFiles(ctx, tbl, m); err != nil {
-			return err
 		}
 	}
 	for v := done + 1; v <= latest; v++ {
-		m, err := tbl.Manifest(ctx, v)
+		cur, err := tbl.Manifest(ctx, v)
 		if err != nil {
 			return fmt.Errorf("read version %d: %w", v, err)
 		}
-		cur, err := liveFiles(ctx, tbl, m)
+		add, del, err := diffFiles(ctx, tbl, prev, cur)
 		if err != nil {
 			return err
 		}
-		if it, err = mirrorVersion(ctx, it, tbl, m, prev, cur); err != nil {
+		if it, err = mirrorVersion(ctx, it, cur, add, del); err != nil {
 			return fmt.Errorf("mirror version %d: %w", v, err)
 		}
 		prev = cur
@@ -175,48 +179,109 @@ func mirroredVersion(it *table.Table) (int64, error) {
 	return v, nil
 }
 
-// liveFiles returns version m's live files by their Iceberg path.
-func liveFiles(ctx context.Context, tbl *catalog.Table, m *catalog.Manifest) (map[string]catalog.DataFile, error) {
-	files, err := tbl.Files(ctx, m)
+// diffFiles returns, by Iceberg path, the files of version cur that
+// version prev (nil: none) does not have, and those of prev that cur does
+// not. Only partitions whose pieces differ are read: a partition a
+// commit did not touch keeps its pieces, so the cost follows the change,
+// not the table's size.
+func diffFiles(ctx context.Context, tbl *catalog.Table, prev, cur *catalog.Manifest) (add, del map[string]catalog.DataFile, err error) {
+	var before []catalog.PartitionRef
+	if prev != nil {
+		if before, err = tbl.Partitions(ctx, prev); err != nil {
+			return nil, nil, fmt.Errorf("list version %d's partitions: %w", prev.Version, err)
+		}
+	}
+	after, err := tbl.Partitions(ctx, cur)
 	if err != nil {
-		return nil, fmt.Errorf("list version %d's files: %w", m.Version, err)
+		return nil, nil, fmt.Errorf("list version %d's partitions: %w", cur.Version, err)
 	}
-	out := make(map[string]catalog.DataFile, len(files))
-	for _, f := range files {
-		out[fileLocation(tbl.FileURL(f))] = f
+	add, del = map[string]catalog.DataFile{}, map[string]catalog.DataFile{}
+	files := func(ref *catalog.PartitionRef, v int64) (map[string]catalog.DataFile, error) {
+		out := map[string]catalog.DataFile{}
+		if ref == nil {
+			return out, nil
+		}
+		fs, err := tbl.PartitionFiles(ctx, *ref)
+		if err != nil {
+			return nil, fmt.Errorf("list version %d's files in %q: %w", v, ref.Partition, err)
+		}
+		for _, f := range fs {
+			out[fileLocation(tbl.FileURL(f))] = f
+		}
+		return out, nil
 	}
-	return out, nil
+	i, j := 0, 0
+	for i < len(before) || j < len(after) {
+		var b, a *catalog.PartitionRef
+		switch {
+		case j == len(after) || (i < len(before) && before[i].Partition < after[j].Partition):
+			b = &before[i]
+			i++
+		case i == len(before) || after[j].Partition < before[i].Partition:
+			a = &after[j]
+			j++
+		default:
+			b, a = &before[i], &after[j]
+			i, j = i+1, j+1
+			if slices.Equal(b.Pieces, a.Pieces) {
+				continue
+			}
+		}
+		was, err := files(b, versionOf(prev))
+		if err != nil {
+			return nil, nil, err
+		}
+		is, err := files(a, cur.Version)
+		if err != nil {
+			return nil, nil, err
+		}
+		for p, f := range is {
+			if _, ok := was[p]; !ok {
+				add[p] = f
+			}
+		}
+		for p, f := range was {
+			if _, ok := is[p]; !ok {
+				del[p] = f
+			}
+		}
+	}
+	return add, del, nil
+}
+
+func versionOf(m *catalog.Manifest) int64 {
+	if m == nil {
+		return 0
+	}
+	return m.Version
 }
 
 // mirrorVersion commits version m as one snapshot on it, given the files
-// of the version mirrored before it (prev) and its own (cur): files only
-// added are an append; files rewritten by a compaction a replace; any
-// other removal (a rollback, a delete) an overwrite. A version that
+// it adds to the version mirrored before it and those it removes: files
+// only added are an append; files rewritten by a compaction a replace;
+// any other removal (a rollback, a delete) an overwrite. A version that
 // changed no file is an empty append, so that every version has its
 // snapshot.
-func mirrorVersion(ctx context.Context, it *table.Table, tbl *catalog.Table, m *catalog.Manifest, prev, cur map[string]catalog.DataFile) (*table.Table, error) {
-	if err := sameShape(it, m); err != nil {
+func mirrorVersion(ctx context.Context, it *table.Table, m *catalog.Manifest, added, removed map[string]catalog.DataFile) (*table.Table, error) {
+	it, err := evolve(ctx, it, m)
+	if err != nil {
 		return nil, err
 	}
-	spec := it.Spec()
+	spec, sch := it.Spec(), it.Schema()
 	var add, del []ice.DataFile
-	for p, f := range cur {
-		if _, ok := prev[p]; !ok {
-			df, err := dataFile(p, f, m.Spec, spec)
-			if err != nil {
-				return nil, err
-			}
-			add = append(add, df)
+	for p, f := range added {
+		df, err := dataFile(p, f, m, sch, spec)
+		if err != nil {
+			return nil, err
 		}
+		add = append(add, df)
 	}
-	for p, f := range prev {
-		if _, ok := cur[p]; !ok {
-			df, err := dataFile(p, f, m.Spec, spec)
-			if err != nil {
-				return nil, err
-			}
-			del = append(del, df)
+	for p, f := range removed {
+		df, err := dataFile(p, f, m, sch, spec)
+		if err != nil {
+			return nil, err
 		}
+		del = append(del, df)
 	}
 	props := ice.Properties{PropVersion: strconv.FormatInt(m.Version, 10), PropOperation: m.Operation}
 	tx := it.NewTransaction()
@@ -226,12 +291,14 @@ func mirrorVersion(ctx context.Context, it *table.Table, tbl *catalog.Table, m *
 	if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
 		return nil, err
 	}
-	var err error
 	switch {
 	case len(del) == 0 && len(add) == 0:
 		err = tx.AddFiles(ctx, nil, props, false)
 	case len(del) == 0:
-		err = tx.AddDataFiles(ctx, add, props)
+		// Every file added is new to the mirror (it is not in the
+		// version the current snapshot mirrors): iceberg-go's check for
+		// that would read every manifest, the whole table.
+		err = tx.AddDataFiles(ctx, add, props, table.WithoutDuplicateCheck())
 	case !m.Summary.DataChange && len(add) > 0:
 		rw := tx.NewRewrite(props)
 		for _, df := range del {
@@ -254,28 +321,12 @@ func mirrorVersion(ctx context.Context, it *table.Table, tbl *catalog.Table, m *
 	return next, nil
 }
 
-// sameShape refuses a version whose schema or partitioning differs from
-// the mirror's.
-func sameShape(it *table.Table, m *catalog.Manifest) error {
-	sch, err := icebergSchema(m.Schema, m.Spec)
-	if err != nil {
-		return err
-	}
-	if !sch.Equals(it.Schema()) {
-		return fmt.Errorf("version %d: %w (mirror %s, table %s): evolving the mirror is not built yet", m.Version, ErrSchemaChanged, it.Schema(), sch)
-	}
-	spec := it.Spec()
-	if spec.NumFields() != len(m.Spec.Fields) {
-		return fmt.Errorf("version %d: %w: partitioned by %q, the mirror by %s", m.Version, ErrSchemaChanged, m.Spec, spec)
-	}
-	return nil
-}
-
-// dataFile describes sluice file f, at Iceberg path p, to Iceberg: its
-// size, rows and partition tuple, all from the sluice manifest; the file
-// itself is not read.
-func dataFile(p string, f catalog.DataFile, spec catalog.PartitionSpec, ispec ice.PartitionSpec) (ice.DataFile, error) {
-	part, types, err := partitionData(spec, ispec, f)
+// dataFile describes sluice file f of version m, at Iceberg path p, to
+// Iceberg: its size, rows, partition tuple and column statistics (value
+// and null counts, lower and upper bounds), all from the sluice manifest;
+// the file itself is not read.
+func dataFile(p string, f catalog.DataFile, m *catalog.Manifest, sch *ice.Schema, ispec ice.PartitionSpec) (ice.DataFile, error) {
+	part, types, err := partitionData(m.Spec, ispec, f)
 	if err != nil {
 		return nil, err
 	}
@@ -283,6 +334,8 @@ func dataFile(p string, f catalog.DataFile, spec catalog.PartitionSpec, ispec ic
 	if err != nil {
 		return nil, fmt.Errorf("describe %s: %w", p, err)
 	}
+	cm := columnMetrics(f, m.Schema, sch)
+	b.ValueCounts(cm.values).NullValueCounts(cm.nulls).LowerBoundValues(cm.lower).UpperBoundValues(cm.upper)
 	return b.Build(), nil
 }
 

@@ -196,7 +196,15 @@ func TestIcebergSyncCommandBadInput(t *testing.T) {
 	if r := sluice(t, nil, "iceberg", "sync", tbl, "--catalog", "sqlite://"+filepath.Join(dir, "c.db"), "--name", "a.b"); r.code != 2 {
 		t.Errorf("--name a.b: exit %d, %s", r.code, r.stderr)
 	}
-	r := sluice(t, nil, "iceberg", "sync", filepath.Join(dir, "missing"), "--catalog", "sqlite://"+filepath.Join(dir, "c.db"), "--json")
+	// enable stores the catalog URL in the table: never a password.
+	r := sluice(t, nil, "iceberg", "enable", tbl, "--catalog", "postgres://sluice:hunter2@localhost/lake")
+	if r.code != 2 || !strings.Contains(r.stderr, "PGPASSWORD") || strings.Contains(r.stderr, "hunter2") {
+		t.Errorf("enable with a password in the URL: exit %d, %s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(tbl, "_iceberg", "properties.json")); !os.IsNotExist(err) {
+		t.Errorf("a refused enable left properties: %v", err)
+	}
+	r = sluice(t, nil, "iceberg", "sync", filepath.Join(dir, "missing"), "--catalog", "sqlite://"+filepath.Join(dir, "c.db"), "--json")
 	if r.code != 1 || summaryOf(t, r)["error"] == nil {
 		t.Errorf("a missing table: exit %d, %s %s", r.code, r.stdout, r.stderr)
 	}

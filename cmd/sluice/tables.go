@@ -139,6 +139,7 @@ skipped, as Spark and Delta use them for metadata.`,
 				return err
 			}
 			defer t.Close()
+			defer a.afterCommit(cmd, t)
 			bar := a.progress("reading footers")
 			res, err := t.Import(cmd.Context(), from, catalog.ImportOptions{RunID: a.runID, Progress: bar.set})
 			bar.done()
@@ -241,7 +242,15 @@ func (a *app) historyCommand() *cobra.Command {
 run ID, files and rows added/removed, and the files and rows of the table
 at that version. A run ID or operation holding a control character prints
 quoted and escaped as Go does, so that one version is always one line.
---json lists them as {"versions":[{"version":N,"operation":"...",...}]}.`,
+--json lists them as {"versions":[{"version":N,"operation":"...",...}]}.
+
+On a table with the iceberg.catalog property (sluice iceberg enable), an
+ICEBERG column shows how far the mirror is: the id of the snapshot
+mirroring each version, "expired" once vacuum expired it, "-" for a version
+not mirrored yet ("?" if the catalog could not be read). --json gives each
+version "mirrored" (true once the mirror reached it) and
+"iceberg_snapshot_id" (a string), and "iceberg" the catalog, identifier and
+the version the mirror is at.`,
 		Args: exactArgs(1, "TABLE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			t, err := a.openTable(cmd, args[0])
@@ -253,6 +262,7 @@ quoted and escaped as Go does, so that one version is always one line.
 			if err != nil {
 				return err
 			}
+			mirror := a.icebergHistory(cmd.Context(), t)
 			if a.jsonOut {
 				vs := make([]map[string]any, len(hist))
 				for i, m := range hist {
@@ -265,21 +275,36 @@ quoted and escaped as Go does, so that one version is always one line.
 					if m.RolledBackTo > 0 {
 						v["rolled_back_to"] = m.RolledBackTo
 					}
+					if mirror != nil {
+						mirror.fields(m.Version, v)
+					}
 					vs[i] = v
 				}
-				return a.summary(map[string]any{"command": "history", "table": args[0], "versions": vs})
+				out := map[string]any{"command": "history", "table": args[0], "versions": vs}
+				if mirror != nil {
+					out["iceberg"] = mirror.report
+				}
+				return a.summary(out)
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "VERSION\tTIME\tOPERATION\tRUN\tFILES +/-\tROWS +/-\tFILES\tROWS")
+			header := "VERSION\tTIME\tOPERATION\tRUN\tFILES +/-\tROWS +/-\tFILES\tROWS"
+			if mirror != nil {
+				header += "\tICEBERG"
+			}
+			fmt.Fprintln(tw, header)
 			for _, m := range hist {
 				op := m.Operation
 				if m.RolledBackTo > 0 {
 					op += fmt.Sprintf(" to %d", m.RolledBackTo)
 				}
 				files, rows, _ := m.Totals()
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t+%d/-%d\t+%d/-%d\t%d\t%d\n", m.Version,
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t+%d/-%d\t+%d/-%d\t%d\t%d", m.Version,
 					m.CommittedAt.UTC().Format("2006-01-02 15:04:05Z"), textName(op), textName(m.RunID),
 					m.Summary.FilesAdded, m.Summary.FilesRemoved, m.Summary.RowsAdded, m.Summary.RowsRemoved, files, rows)
+				if mirror != nil {
+					fmt.Fprintf(tw, "\t%s", mirror.column(m.Version))
+				}
+				fmt.Fprintln(tw)
 			}
 			return tw.Flush()
 		},
@@ -308,6 +333,7 @@ rolled back. Fails, committing nothing, if a file of version N was vacuumed.`,
 				return err
 			}
 			defer t.Close()
+			defer a.afterCommit(cmd, t)
 			m, err := t.Rollback(cmd.Context(), to, a.runID)
 			if err != nil {
 				return err
@@ -331,7 +357,12 @@ func (a *app) vacuumCommand() *cobra.Command {
 		Long: `Delete data files that no version committed within --retain (nor the latest)
 references and that are older than --retain, and leftovers of commits that
 crashed or lost a race. Manifests are kept. Versions older than --retain can
-no longer be rolled back to once their files are gone. A retention under
+no longer be rolled back to once their files are gone. On a table with the
+iceberg.catalog property (sluice iceberg enable), the mirror's snapshots older
+than --retain are expired too (the current one stays), and every file a
+snapshot still in the mirror references is kept; --json says so under
+"iceberg". A table whose _iceberg/ holds a mirror without the property is
+refused. A retention under
 24h is refused without --force: a writer may still be about to commit the
 files it wrote. --retain 0 --force keeps only the latest version and
 deletes every file it does not reference. --dry-run lists what would be
@@ -346,14 +377,20 @@ deleted.`,
 				return err
 			}
 			defer t.Close()
-			res, err := t.Vacuum(cmd.Context(), catalog.VacuumOptions{Retain: retain, Force: force, DryRun: dryRun})
+			keep, mirror, err := a.icebergVacuum(cmd, t, args[0], dryRun)
+			if err != nil {
+				return err
+			}
+			res, err := t.Vacuum(cmd.Context(), catalog.VacuumOptions{Retain: retain, Force: force, DryRun: dryRun, Keep: keep})
 			if err != nil {
 				return err
 			}
 			if a.jsonOut {
-				return a.summary(map[string]any{"command": "vacuum", "table": args[0], "dry_run": dryRun,
+				out := map[string]any{"command": "vacuum", "table": args[0], "dry_run": dryRun,
 					"files_deleted": len(res.Deleted), "bytes_deleted": res.Bytes, "deleted": orEmpty(res.Deleted),
-					"retained_versions": res.RetainedVersions})
+					"retained_versions": res.RetainedVersions}
+				addMirrorReport(out, mirror)
+				return a.summary(out)
 			}
 			if dryRun {
 				w := bufferedStdout(a)
