@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -87,6 +88,9 @@ func kafkaPlan(ctx context.Context, cl *kgo.Client, ks kafkaSource, ps []int32, 
 	if err != nil {
 		return nil, err
 	}
+	// The log's own ends tell a recreated topic; until's only where this
+	// run stops.
+	stable := maps.Clone(ends)
 	if err := endAt(ctx, cl, ks.topic, ends, until); err != nil {
 		return nil, err
 	}
@@ -107,11 +111,13 @@ func kafkaPlan(ctx context.Context, cl *kgo.Client, ks kafkaSource, ps []int32, 
 			case next < s.Offset && onGap != GapSkip:
 				gaps = append(gaps, fmt.Sprintf("partition %d: %d records (offsets %d to %d)", p, s.Offset-next, next, s.Offset-1))
 			case next < s.Offset:
-			case next > kp.end:
+			case next > stable[p]:
 				return nil, fmt.Errorf("topic %s partition %d: checkpoint offset %d is beyond the end offset %d (was the topic recreated?)",
-					ks.topic, p, next, kp.end)
+					ks.topic, p, next, stable[p])
 			default:
-				kp.from = next
+				// A run of a later interval may have read past this
+				// run's until already: then nothing is left here.
+				kp.from, kp.end = next, max(kp.end, next)
 			}
 		}
 		kp.next = kp.from

@@ -77,7 +77,7 @@ others go on; the exit code is then 1.`,
 				return err
 			}
 			defer t.Close()
-			defer a.afterCommit(cmd, t)
+			defer a.afterCommit(cmd, t)()
 			defer runtime.GOMAXPROCS(spareProcs())
 			res, runErr := compact.Run(ctx, t, o)
 			bar.done()

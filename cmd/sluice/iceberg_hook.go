@@ -85,7 +85,27 @@ const postCommitSyncTimeout = 2 * time.Minute
 // table is open. It never fails the command: its outcome goes into the
 // --json summary as "iceberg", and a failure also into "warnings" and the
 // log (stderr); the next commit or 'sluice iceberg sync' retries.
-func (a *app) afterCommit(cmd *cobra.Command, t *catalog.Table) {
+//
+// It is deferred as `defer a.afterCommit(cmd, t)()`: the call notes the
+// table's version when the command starts, and the sync runs at the end
+// only if a version was committed since, so that a command that failed
+// before committing (often against a failing store) adds nothing to its
+// one-line error.
+func (a *app) afterCommit(cmd *cobra.Command, t *catalog.Table) func() {
+	before, err := t.LatestVersion(cmd.Context())
+	if err != nil {
+		before = -1 // no table yet (import creates it), or unknown
+	}
+	return func() {
+		if after, err := t.LatestVersion(cmd.Context()); err != nil || after == before {
+			return // nothing committed, or unknown: the next commit or sync catches up
+		}
+		a.syncAfterCommit(cmd, t)
+	}
+}
+
+// syncAfterCommit is afterCommit's sync.
+func (a *app) syncAfterCommit(cmd *cobra.Command, t *catalog.Table) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), postCommitSyncTimeout)
 	defer cancel()
 	if cmd.Context().Err() != nil {

@@ -120,7 +120,7 @@ records_deduplicated.`,
 				return err
 			}
 			defer t.Close()
-			defer a.afterCommit(cmd, t)
+			defer a.afterCommit(cmd, t)()
 			what := "ingesting files"
 			if kafka {
 				what = "ingesting records"

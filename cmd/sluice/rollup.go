@@ -76,7 +76,7 @@ the totals OUT stores for the day before; nothing new commits nothing;
 				return err
 			}
 			defer t.Close()
-			defer a.afterCommit(cmd, t)
+			defer a.afterCommit(cmd, t)()
 			bar := a.progress("rolling up")
 			o.Progress = func(done, total int64) { bar.set(int(done>>10), int(total>>10)) }
 			res, runErr := rollup.Run(cmd.Context(), t, o)

@@ -139,7 +139,7 @@ skipped, as Spark and Delta use them for metadata.`,
 				return err
 			}
 			defer t.Close()
-			defer a.afterCommit(cmd, t)
+			defer a.afterCommit(cmd, t)()
 			bar := a.progress("reading footers")
 			res, err := t.Import(cmd.Context(), from, catalog.ImportOptions{RunID: a.runID, Progress: bar.set})
 			bar.done()
@@ -333,7 +333,7 @@ rolled back. Fails, committing nothing, if a file of version N was vacuumed.`,
 				return err
 			}
 			defer t.Close()
-			defer a.afterCommit(cmd, t)
+			defer a.afterCommit(cmd, t)()
 			m, err := t.Rollback(cmd.Context(), to, a.runID)
 			if err != nil {
 				return err
