@@ -17,22 +17,7 @@ import (
 // yet every file is there to read), committed 10 days at a time.
 func benchTable(b *testing.B, ctx context.Context, loc string, days, perDay int) *catalog.Table {
 	b.Helper()
-	tbl, err := catalog.Open(ctx, loc, catalog.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	schema, err := catalog.ParseSchema("id:int64,ts:timestamp")
-	if err != nil {
-		b.Fatal(err)
-	}
-	spec, err := catalog.ParsePartitionSpec("day(ts)", schema)
-	if err != nil {
-		b.Fatal(err)
-	}
-	m, err := tbl.Create(ctx, schema, spec, nil, "bench")
-	if err != nil {
-		b.Fatal(err)
-	}
+	tbl, m := newTable(b, ctx, loc, "id:int64,ts:timestamp", "day(ts)")
 	first := time.Date(2020, 1, 1, 12, 0, 0, 0, time.UTC)
 	var add []catalog.DataFile
 	for d := range days {

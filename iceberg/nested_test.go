@@ -11,7 +11,6 @@ import (
 	ice "github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/iceberg"
 	"github.com/sluice-data/sluice/internal/pqio"
 )
@@ -25,24 +24,8 @@ import (
 func TestIcebergSyncNestedColumns(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	tbl, err := catalog.Open(ctx, filepath.Join(dir, "orders"), catalog.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tbl.Close()
-	schema, err := catalog.ParseSchema("id:int64,at:timestamp,customer:struct<name:string,address:struct<city:string?,zip:int32?>?>?," +
-		"items:list<struct<sku:string,qty:int32>?>?,attrs:map<string,list<int64>?>?,tags:list<string>")
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, err := catalog.ParsePartitionSpec("day(at)", schema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := tbl.Create(ctx, schema, spec, nil, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
+	tbl, m := newTable(t, ctx, filepath.Join(dir, "orders"), "id:int64,at:timestamp,customer:struct<name:string,address:struct<city:string?,zip:int32?>?>?,"+
+		"items:list<struct<sku:string,qty:int32>?>?,attrs:map<string,list<int64>?>?,tags:list<string>", "day(at)")
 	day := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
 	row := func(i int64) []any {
 		var customer, items, attrs any
@@ -67,13 +50,7 @@ func TestIcebergSyncNestedColumns(t *testing.T) {
 		for i := batch[0]; i < batch[0]+batch[1]; i++ {
 			rows = append(rows, row(i))
 		}
-		files, err := tbl.WriteFiles(ctx, m, rows)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if m, err = tbl.Commit(ctx, catalog.Change{Operation: "append", Add: files, DataChange: true}); err != nil {
-			t.Fatal(err)
-		}
+		m, _ = appendRows(t, ctx, tbl, m, rows)
 	}
 	cat := sqliteCatalog(t, ctx, dir)
 	res, err := iceberg.Sync(ctx, tbl, cat, iceberg.Options{Namespace: "lake", Name: "orders"})

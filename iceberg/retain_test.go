@@ -17,23 +17,7 @@ import (
 // C with the same rows. It returns the table and A, B, C's locations.
 func compactedTable(t *testing.T, ctx context.Context, loc string) (*catalog.Table, []string, string) {
 	t.Helper()
-	tbl, err := catalog.Open(ctx, loc, catalog.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tbl.Close() })
-	schema, err := catalog.ParseSchema("id:int64,ts:timestamp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, err := catalog.ParsePartitionSpec("day(ts)", schema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := tbl.Create(ctx, schema, spec, nil, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
+	tbl, m := newTable(t, ctx, loc, "id:int64,ts:timestamp", "day(ts)")
 	day := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
 	rows := func(from, n int64) [][]any {
 		var out [][]any
@@ -44,14 +28,9 @@ func compactedTable(t *testing.T, ctx context.Context, loc string) (*catalog.Tab
 	}
 	var inputs []catalog.DataFile
 	for _, from := range []int64{0, 10} {
-		files, err := tbl.WriteFiles(ctx, m, rows(from, 10))
-		if err != nil {
-			t.Fatal(err)
-		}
+		var files []catalog.DataFile
+		m, files = appendRows(t, ctx, tbl, m, rows(from, 10))
 		inputs = append(inputs, files...)
-		if m, err = tbl.Commit(ctx, catalog.Change{Operation: "append", Add: files, DataChange: true}); err != nil {
-			t.Fatal(err)
-		}
 	}
 	merged, err := tbl.WriteFiles(ctx, m, rows(0, 20))
 	if err != nil {

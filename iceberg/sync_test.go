@@ -141,22 +141,21 @@ func sqliteCatalog(t *testing.T, ctx context.Context, dir string) *iceberg.Catal
 	return cat
 }
 
-// allTypesTable creates a table of every column type, partitioned by
-// day(event_time), and gives it versions: create, two appends (the
-// second into a new day), a compaction of the first day, a rollback to
-// version 3. It returns the table.
-func allTypesTable(t *testing.T, ctx context.Context, loc string) *catalog.Table {
+// newTable creates a table at loc of the schema string, partitioned by
+// partitionBy, closed when the test ends; it returns the table and its
+// first manifest.
+func newTable(t testing.TB, ctx context.Context, loc, schemaText, partitionBy string) (*catalog.Table, *catalog.Manifest) {
 	t.Helper()
 	tbl, err := catalog.Open(ctx, loc, catalog.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tbl.Close() })
-	schema, err := catalog.ParseSchema("id:int64,event_id:uuid,name:string?,n:int32,x:float64?,ok:bool,d:date,event_time:timestamp,amount:decimal(12,2)?,raw:binary?")
+	schema, err := catalog.ParseSchema(schemaText)
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, err := catalog.ParsePartitionSpec("day(event_time)", schema)
+	spec, err := catalog.ParsePartitionSpec(partitionBy, schema)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,6 +163,31 @@ func allTypesTable(t *testing.T, ctx context.Context, loc string) *catalog.Table
 	if err != nil {
 		t.Fatal(err)
 	}
+	return tbl, m
+}
+
+// appendRows writes rows into new files of tbl (whose latest manifest is
+// m) and commits them as an append; it returns the new manifest and the
+// files.
+func appendRows(t testing.TB, ctx context.Context, tbl *catalog.Table, m *catalog.Manifest, rows [][]any) (*catalog.Manifest, []catalog.DataFile) {
+	t.Helper()
+	files, err := tbl.WriteFiles(ctx, m, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err = tbl.Commit(ctx, catalog.Change{Operation: "append", Add: files, DataChange: true}); err != nil {
+		t.Fatal(err)
+	}
+	return m, files
+}
+
+// allTypesTable creates a table of every column type, partitioned by
+// day(event_time), and gives it versions: create, two appends (the
+// second into a new day), a compaction of the first day, a rollback to
+// version 3. It returns the table.
+func allTypesTable(t *testing.T, ctx context.Context, loc string) *catalog.Table {
+	t.Helper()
+	tbl, m := newTable(t, ctx, loc, "id:int64,event_id:uuid,name:string?,n:int32,x:float64?,ok:bool,d:date,event_time:timestamp,amount:decimal(12,2)?,raw:binary?", "day(event_time)")
 	day := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
 	row := func(i int64, at time.Time) []any {
 		var name, x, amount, raw any
@@ -172,22 +196,17 @@ func allTypesTable(t *testing.T, ctx context.Context, loc string) *catalog.Table
 		}
 		return []any{i, fmt.Sprintf("00000000-0000-4000-8000-%012d", i), name, int32(i % 7), x, i%2 == 0, at.Truncate(24 * time.Hour), at, amount, raw}
 	}
-	appendRows := func(from, n int64, at time.Time) []catalog.DataFile {
+	appendFrom := func(from, n int64, at time.Time) []catalog.DataFile {
 		var rows [][]any
 		for i := from; i < from+n; i++ {
 			rows = append(rows, row(i, at.Add(time.Duration(i)*time.Minute)))
 		}
-		files, err := tbl.WriteFiles(ctx, m, rows)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if m, err = tbl.Commit(ctx, catalog.Change{Operation: "append", Add: files, DataChange: true}); err != nil {
-			t.Fatal(err)
-		}
+		var files []catalog.DataFile
+		m, files = appendRows(t, ctx, tbl, m, rows)
 		return files
 	}
-	a := appendRows(0, 40, day)                  // v2
-	b := appendRows(40, 30, day.Add(-time.Hour)) // v3: days 04-30 and 05-01
+	a := appendFrom(0, 40, day)                  // v2
+	b := appendFrom(40, 30, day.Add(-time.Hour)) // v3: days 04-30 and 05-01
 	// v4: compact the first day's two files into one, the same rows.
 	var rows [][]any
 	for i := int64(0); i < 40; i++ {
