@@ -38,6 +38,9 @@ type Settings struct {
 	Name      string `json:"iceberg.name"`
 }
 
+// Identifier is the mirror's Iceberg identifier, namespace.name.
+func (s Settings) Identifier() string { return s.Namespace + "." + s.Name }
+
 // Options returns the sync options of s.
 func (s Settings) Options() Options { return Options{Namespace: s.Namespace, Name: s.Name} }
 

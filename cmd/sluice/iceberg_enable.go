@@ -45,7 +45,7 @@ them.`,
 				return err
 			}
 			out := map[string]any{"command": "iceberg enable", "table": args[0], "catalog": cloud.Redact(set.Catalog),
-				"identifier": set.Namespace + "." + set.Name}
+				"identifier": set.Identifier()}
 			a.summary(out)
 			if err := iceberg.CheckCatalogURL(set.Catalog); err != nil {
 				return usageError{cmd: "enable", err: fmt.Errorf("iceberg enable: %w", err)}
@@ -72,7 +72,7 @@ them.`,
 				return fmt.Errorf("iceberg enable %s: %w", args[0], err)
 			}
 			out["enabled"] = true
-			a.note("%s is mirrored as %s in %s after every commit", args[0], set.Namespace+"."+set.Name, set.Catalog)
+			a.note("%s is mirrored as %s in %s after every commit", args[0], set.Identifier(), set.Catalog)
 			return nil
 		},
 	}
@@ -110,7 +110,7 @@ remove TABLE/_iceberg/).`,
 // --json summary says of it: the catalog, identifier, snapshot id (as a
 // number and as a string), version mirrored and metadata location.
 func (a *app) syncMirror(ctx context.Context, t *catalog.Table, set iceberg.Settings) (map[string]any, error) {
-	out := map[string]any{"catalog": cloud.Redact(set.Catalog), "identifier": set.Namespace + "." + set.Name}
+	out := map[string]any{"catalog": cloud.Redact(set.Catalog), "identifier": set.Identifier()}
 	cat, err := iceberg.OpenCatalog(ctx, set.Catalog)
 	if err != nil {
 		return out, err

@@ -33,7 +33,7 @@ func (a *app) icebergVacuum(cmd *cobra.Command, t *catalog.Table, table string, 
 		}
 		return nil, nil, nil
 	}
-	report := map[string]any{"catalog": set.Catalog, "identifier": set.Namespace + "." + set.Name}
+	report := map[string]any{"catalog": set.Catalog, "identifier": set.Identifier()}
 	keep := func(ctx context.Context, cutoff time.Time) (map[string]bool, error) {
 		// The mirror is brought up first (not on a dry run), as after a commit; a failed
 		// sync (a schema change, say) does not stop the vacuum, while a
@@ -86,12 +86,17 @@ const postCommitSyncTimeout = 2 * time.Minute
 // --json summary as "iceberg", and a failure also into "warnings" and the
 // log (stderr); the next commit or 'sluice iceberg sync' retries.
 //
-// It is deferred as `defer a.afterCommit(cmd, t)()`: the call notes the
-// table's version when the command starts, and the sync runs at the end
-// only if a version was committed since, so that a command that failed
-// before committing (often against a failing store) adds nothing to its
-// one-line error.
+// It is deferred as `defer a.afterCommit(cmd, t)()`: the call reads the
+// mirror settings once, when the command starts (a table without them,
+// the common case, costs that one read and nothing at the end), and notes
+// the table's version; the sync runs at the end only if a version was
+// committed since, so that a command that failed before committing (often
+// against a failing store) adds nothing to its one-line error.
 func (a *app) afterCommit(cmd *cobra.Command, t *catalog.Table) func() {
+	set, ok, setErr := iceberg.ReadSettings(cmd.Context(), t)
+	if setErr == nil && !ok {
+		return func() {}
+	}
 	before, err := t.LatestVersion(cmd.Context())
 	if err != nil {
 		before = -1 // no table yet (import creates it), or unknown
@@ -100,12 +105,18 @@ func (a *app) afterCommit(cmd *cobra.Command, t *catalog.Table) func() {
 		if after, err := t.LatestVersion(cmd.Context()); err != nil || after == before {
 			return // nothing committed, or unknown: the next commit or sync catches up
 		}
-		a.syncAfterCommit(cmd, t)
+		if setErr != nil { // unknown at the start: read again now
+			if set, ok, setErr = iceberg.ReadSettings(cmd.Context(), t); setErr == nil && !ok {
+				return
+			}
+		}
+		a.syncAfterCommit(cmd, t, set, setErr)
 	}
 }
 
-// syncAfterCommit is afterCommit's sync.
-func (a *app) syncAfterCommit(cmd *cobra.Command, t *catalog.Table) {
+// syncAfterCommit is afterCommit's sync of t into the mirror set says
+// (or its warning, when the settings could not be read: setErr).
+func (a *app) syncAfterCommit(cmd *cobra.Command, t *catalog.Table, set iceberg.Settings, setErr error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), postCommitSyncTimeout)
 	defer cancel()
 	if cmd.Context().Err() != nil {
@@ -114,12 +125,8 @@ func (a *app) syncAfterCommit(cmd *cobra.Command, t *catalog.Table) {
 	if dry, _ := a.result["dry_run"].(bool); dry {
 		return // a dry run changes nothing, the mirror included
 	}
-	set, ok, err := iceberg.ReadSettings(ctx, t)
-	if err != nil {
-		a.mirrorWarning(map[string]any{}, t, err)
-		return
-	}
-	if !ok {
+	if setErr != nil {
+		a.mirrorWarning(map[string]any{}, t, setErr)
 		return
 	}
 	out, err := a.syncMirror(ctx, t, set)
@@ -173,7 +180,7 @@ func (a *app) icebergHistory(ctx context.Context, t *catalog.Table) *mirrorState
 	if !ok {
 		return nil
 	}
-	m := &mirrorState{report: map[string]any{"catalog": set.Catalog, "identifier": set.Namespace + "." + set.Name}}
+	m := &mirrorState{report: map[string]any{"catalog": set.Catalog, "identifier": set.Identifier()}}
 	cat, err := iceberg.OpenCatalog(ctx, set.Catalog)
 	if err == nil {
 		defer cat.Close()
