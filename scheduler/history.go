@@ -225,6 +225,13 @@ func (c *claim) update(ctx context.Context, f func(*Record)) (Record, error) {
 	return next, nil
 }
 
+// tag returns the ETag of the held record's last write.
+func (c *claim) tag() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.etag
+}
+
 func (c *claim) record() Record {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -49,6 +49,9 @@ type Runner struct {
 	// OnFinish, when set, is called with every final record this runner
 	// writes (metrics hang here).
 	OnFinish func(Record)
+	// noteFinal, when set, is called with every final record this runner
+	// writes and its ETag (the sweep's memory of what is done).
+	noteFinal func(Record, string)
 
 	mu      sync.Mutex
 	running map[string]*active // by record ID
@@ -215,7 +218,7 @@ func (r *Runner) RunInterval(ctx context.Context, job *Job, iv Interval, o RunOp
 		final, err := c.update(ctx, func(x *Record) {
 			x.Status, x.Error, x.Ended, x.LeaseUntil = upStatus, failedUp, r.clock().Now(), time.Time{}
 		})
-		r.finished(final)
+		r.finished(final, c.tag())
 		if upStatus == StatusSkipped {
 			log.Info("skipped: an upstream was", "reason", failedUp)
 			return Outcome{Record: final, Ran: true}, err
@@ -255,7 +258,7 @@ func (r *Runner) RunInterval(ctx context.Context, job *Job, iv Interval, o RunOp
 		return Outcome{Record: final, Ran: true}, err
 	}
 	log.Info("run finished", "status", status, "attempt", final.Attempt, "seconds", final.Ended.Sub(final.Started).Seconds())
-	r.finished(final)
+	r.finished(final, c.tag())
 	if runErr != nil {
 		return Outcome{Record: final, Ran: true}, fmt.Errorf("%s %s: %w", job.Name, iv, runErr)
 	}
@@ -337,9 +340,12 @@ func later(a, b time.Time) time.Time {
 	return a
 }
 
-func (r *Runner) finished(rec Record) {
+func (r *Runner) finished(rec Record, etag string) {
 	if r.OnFinish != nil {
 		r.OnFinish(rec)
+	}
+	if r.noteFinal != nil {
+		r.noteFinal(rec, etag)
 	}
 }
 

@@ -46,6 +46,7 @@ type Server struct {
 	runs   sync.WaitGroup
 	runCx  context.Context // the runs': outlives a shutdown by the grace
 	stopCx context.Context // Serve's: ends at shutdown
+	finals finals          // run records known final (see sweep)
 }
 
 type jobState struct {
@@ -77,6 +78,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	defer cancelRuns(nil)
 	s.mu.Lock()
 	s.jobs, s.runCx, s.stopCx = map[string]*jobState{}, runCtx, ctx
+	r.noteFinal = s.finals.note
 	s.idle = sync.NewCond(&s.mu)
 	ready := s.readyChan()
 	s.mu.Unlock()
@@ -247,12 +249,16 @@ func (s *Server) skip(ctx context.Context, job *Job, iv Interval, why string) {
 	now := r.clock().Now()
 	rec := Record{Job: job.Name, Interval: iv.Key(), Start: iv.Start, End: iv.End, ID: "skipped-" + iv.Key(),
 		Instance: r.Instance, Status: StatusSkipped, Error: why, Started: now, Ended: now}
-	if _, err := r.History.put(ctx, rec, cloud.PutOptions{IfAbsent: true}); err != nil && !errors.Is(err, cloud.ErrPreconditionFailed) {
+	etag, err := r.History.put(ctx, rec, cloud.PutOptions{IfAbsent: true})
+	switch {
+	case errors.Is(err, cloud.ErrPreconditionFailed):
+		return // it has a record: not skipped by this instance
+	case err != nil:
 		r.log().Error("record skipped interval", "job", job.Name, "interval", iv.String(), "error", err)
 		return
 	}
 	r.log().Info("interval skipped", "job", job.Name, "interval", iv.String(), "reason", why)
-	r.finished(rec)
+	r.finished(rec, etag)
 }
 
 // dispatch starts a run of job's interval, or skips or queues it when the

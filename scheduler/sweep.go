@@ -3,20 +3,22 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/sluice-data/sluice/cloud"
 )
 
-// How far back the sweep looks: for a job with after:, the intervals that
-// ended in the last sweepWindow, at most sweepIntervals of them, newest
-// first; for every other job its last sweepRecent intervals, where a run
-// an instance left when it died is found (older ones were looked at by
-// earlier sweeps).
+// How far back the sweep looks: the intervals of every job that ended in
+// the last sweepWindow, at most sweepIntervals of them a job, newest
+// first. A run record the sweep read once and found final is not read
+// again while its ETag is unchanged (a --rerun changes it), so a sweep
+// costs one listing a job and a day, plus one read of each record written
+// since the last sweep by another instance.
 const (
 	sweepWindow    = 24 * time.Hour
-	sweepIntervals = 200
-	sweepRecent    = 3
+	sweepIntervals = 5000
 )
 
 // sweepLoop runs sweep now and then every lease TTL until ctx ends;
@@ -37,53 +39,184 @@ func (s *Server) sweepLoop(ctx context.Context, first func()) {
 // since a job with after: has no trigger of its own), and those whose run
 // record is still running with its lease expired (its instance died; an
 // instance takes over only what it saw running itself, so one started
-// after the death would leave it forever). Two instances that both find
-// an interval run it once: the claim decides.
+// after the death would leave it forever, however long ago the dead run
+// started). Two instances that both find an interval run it once: the
+// claim decides.
 func (s *Server) sweep(ctx context.Context) {
 	r := s.Runner
 	now := r.clock().Now()
+	s.finals.prune(now.Add(-sweepWindow))
+	listed := map[string]map[string]string{} // job → interval key → ETag
+	list := func(job *Job, ivs []Interval) map[string]string {
+		if l, ok := listed[job.Name]; ok {
+			return l
+		}
+		l, err := r.History.keys(ctx, job.Name, dayPrefixes(ivs))
+		if err != nil {
+			r.log().Warn("sweep: list run records", "job", job.Name, "error", err)
+			l = nil
+		}
+		listed[job.Name] = l
+		return l
+	}
 	for _, name := range r.Pipeline.Order {
 		job := r.Pipeline.Jobs[name]
-		limit := sweepRecent
-		if len(job.After) > 0 {
-			limit = sweepIntervals
+		ivs := sweepIntervalsOf(job, now)
+		have := list(job, ivs)
+		if have == nil {
+			continue
 		}
-		iv := job.Schedule.Latest(now)
-		for n := 0; n < limit && !iv.Start.IsZero() && iv.End.After(now.Add(-sweepWindow)); n++ {
+		for _, iv := range ivs {
 			if ctx.Err() != nil {
 				return
 			}
-			s.sweepOne(ctx, job, iv, now)
-			iv = job.Schedule.IntervalEnding(iv.Start)
+			etag, ok := have[iv.Key()]
+			switch {
+			case !ok:
+				if len(job.After) > 0 && s.upstreamsSucceeded(ctx, job, iv, list, ivs) {
+					r.log().Info("upstreams succeeded, no run yet: running", "job", job.Name, "interval", iv.String())
+					s.dispatch(job, dispatch{iv: iv, trigger: "upstream"})
+				}
+			case s.finals.has(job.Name, iv.Key(), etag):
+			default:
+				rec, ok := s.read(ctx, job.Name, iv)
+				if ok && rec.Status == StatusRunning && now.After(rec.LeaseUntil) {
+					r.log().Info("run left with its lease expired: taking over", "job", job.Name, "interval", iv.String(), "instance", rec.Instance)
+					s.dispatch(job, dispatch{iv: iv, trigger: "takeover"})
+				}
+			}
 		}
 	}
 }
 
-// sweepOne runs job's interval iv if no instance will (see sweep).
-func (s *Server) sweepOne(ctx context.Context, job *Job, iv Interval, now time.Time) {
-	r := s.Runner
-	rec, _, err := r.History.Get(ctx, job.Name, iv.Key())
-	switch {
-	case errors.Is(err, cloud.ErrNotFound):
-		if len(job.After) > 0 && s.upstreamsSucceeded(ctx, job, iv) {
-			r.log().Info("upstreams succeeded, no run yet: running", "job", job.Name, "interval", iv.String())
-			s.dispatch(job, dispatch{iv: iv, trigger: "upstream"})
-		}
-	case err != nil:
-		r.log().Warn("sweep: read run record", "job", job.Name, "interval", iv.String(), "error", err)
-	case rec.Status == StatusRunning && now.After(rec.LeaseUntil):
-		r.log().Info("run left with its lease expired: taking over", "job", job.Name, "interval", iv.String(), "instance", rec.Instance)
-		s.dispatch(job, dispatch{iv: iv, trigger: "takeover"})
+// sweepIntervalsOf returns the intervals of job the sweep looks at,
+// newest first.
+func sweepIntervalsOf(job *Job, now time.Time) []Interval {
+	var ivs []Interval
+	iv := job.Schedule.Latest(now)
+	for len(ivs) < sweepIntervals && !iv.Start.IsZero() && iv.End.After(now.Add(-sweepWindow)) {
+		ivs = append(ivs, iv)
+		iv = job.Schedule.IntervalEnding(iv.Start)
 	}
+	return ivs
+}
+
+// dayPrefixes returns the distinct days (the leading yyyymmdd of their
+// keys) of ivs.
+func dayPrefixes(ivs []Interval) []string {
+	var days []string
+	for _, iv := range ivs {
+		d := iv.Key()[:len("20060102")]
+		if len(days) == 0 || days[len(days)-1] != d {
+			days = append(days, d)
+		}
+	}
+	return days
+}
+
+// read reads job's record of iv, remembering it when final; ok false
+// when it could not be read.
+func (s *Server) read(ctx context.Context, job string, iv Interval) (Record, bool) {
+	rec, etag, err := s.Runner.History.Get(ctx, job, iv.Key())
+	if err != nil {
+		if !errors.Is(err, cloud.ErrNotFound) {
+			s.Runner.log().Warn("sweep: read run record", "job", job, "interval", iv.String(), "error", err)
+		}
+		return Record{}, false
+	}
+	s.finals.note(rec, etag)
+	return rec, true
 }
 
 // upstreamsSucceeded tells whether every upstream's run of iv succeeded.
-func (s *Server) upstreamsSucceeded(ctx context.Context, job *Job, iv Interval) bool {
+func (s *Server) upstreamsSucceeded(ctx context.Context, job *Job, iv Interval, list func(*Job, []Interval) map[string]string, ivs []Interval) bool {
 	for _, up := range job.After {
-		rec, _, err := s.Runner.History.Get(ctx, up, iv.Key())
-		if err != nil || rec.Status != StatusSucceeded {
+		etag, ok := list(s.Runner.Pipeline.Jobs[up], ivs)[iv.Key()]
+		if !ok {
+			return false
+		}
+		if st, known := s.finals.status(up, iv.Key(), etag); known {
+			if st != StatusSucceeded {
+				return false
+			}
+			continue
+		}
+		if rec, ok := s.read(ctx, up, iv); !ok || rec.Status != StatusSucceeded {
 			return false
 		}
 	}
 	return true
+}
+
+// finals remembers the run records known to be final (not running), by
+// job and interval, with the ETag they were read or written with.
+type finals struct {
+	mu sync.Mutex
+	m  map[string]final
+}
+
+type final struct {
+	etag   string
+	status Status
+	end    time.Time
+}
+
+// note remembers rec if it is final.
+func (f *finals) note(rec Record, etag string) {
+	if rec.Status == StatusRunning || etag == "" {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.m == nil {
+		f.m = map[string]final{}
+	}
+	f.m[rec.Job+"/"+rec.Interval] = final{etag: etag, status: rec.Status, end: rec.End}
+}
+
+// status returns the final status of job's interval if its record is
+// known and still has etag.
+func (f *finals) status(job, interval, etag string) (Status, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	x, ok := f.m[job+"/"+interval]
+	if !ok || x.etag != etag {
+		return "", false
+	}
+	return x.status, true
+}
+
+func (f *finals) has(job, interval, etag string) bool {
+	_, ok := f.status(job, interval, etag)
+	return ok
+}
+
+// prune forgets records of intervals that ended before t.
+func (f *finals) prune(t time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for k, x := range f.m {
+		if x.end.Before(t) {
+			delete(f.m, k)
+		}
+	}
+}
+
+// keys returns the interval keys of job's run records that begin with
+// one of the day prefixes, with their ETags.
+func (h *History) keys(ctx context.Context, job string, days []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, d := range days {
+		prefix := RunsPrefix + job + "/" + d
+		if err := h.Store.List(ctx, prefix, func(o cloud.ObjectInfo) error {
+			iv := strings.TrimPrefix(o.Key, RunsPrefix+job+"/")
+			if !strings.Contains(iv, "/") {
+				out[iv] = o.ETag
+			}
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }

@@ -3,7 +3,9 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"io"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -58,10 +60,11 @@ func TestServeRunsDownstreamLeftByADeadInstance(t *testing.T) {
 	}
 }
 
-// An instance died while it ran an interval that is no longer the job's
-// latest: an instance started after the death, which never saw that run,
-// finds its record with the lease expired and takes the interval over
-// once, on attempt 2.
+// An instance died while it ran an interval that is long past the job's
+// latest (its run retried for a while, or every instance was down): an
+// instance started after the death, which never saw that run, finds its
+// record with the lease expired and takes the interval over once, on
+// attempt 2.
 func TestServeTakesOverARunLeftBeforeItStarted(t *testing.T) {
 	var mu sync.Mutex
 	ran := map[string]int{}
@@ -71,9 +74,9 @@ func TestServeTakesOverARunLeftBeforeItStarted(t *testing.T) {
 		mu.Unlock()
 		return nil, nil
 	})
-	now := t0.Add(25 * time.Second)
+	now := t0.Add(2 * time.Hour)
 	sched := p.Jobs["load"].Schedule
-	left := sched.IntervalEnding(sched.Latest(now).Start) // the one before the latest
+	left := sched.Latest(t0.Add(25 * time.Second)) // 700 intervals before the latest
 	if _, err := h.put(context.Background(), Record{Job: "load", Interval: left.Key(), Start: left.Start, End: left.End,
 		ID: "dead", Attempt: 1, Instance: "dead", Status: StatusRunning, Started: left.End, LeaseUntil: left.End.Add(time.Second)},
 		cloud.PutOptions{IfAbsent: true}); err != nil {
@@ -143,5 +146,53 @@ func TestServeStartedBesideALiveInstanceSkipsNothing(t *testing.T) {
 		if rec.Status == StatusSkipped {
 			t.Errorf("interval %s recorded skipped by %s beside a live instance", rec.Interval, rec.Instance)
 		}
+	}
+}
+
+// countingStore counts the reads of run records.
+type countingStore struct {
+	cloud.Store
+	gets atomic.Int64
+}
+
+func (c *countingStore) Get(ctx context.Context, key string) (io.ReadCloser, cloud.ObjectInfo, error) {
+	c.gets.Add(1)
+	return c.Store.Get(ctx, key)
+}
+
+// The sweep reads a final run record once: a later sweep lists the
+// records and reads again only one whose ETag changed (a rerun).
+func TestSweepReadsAFinalRecordOnce(t *testing.T) {
+	p, h, kinds := serveLake(t, t.TempDir(), "", func(ctx context.Context, j *Job, iv Interval) (map[string]any, error) { return nil, nil })
+	cs := &countingStore{Store: h.Store}
+	h.Store = cs
+	now := t0.Add(time.Hour)
+	sched := p.Jobs["load"].Schedule
+	var recs []Record
+	for iv, n := sched.Latest(now), 0; n < 30; iv, n = sched.IntervalEnding(iv.Start), n+1 {
+		rec := Record{Job: "load", Interval: iv.Key(), Start: iv.Start, End: iv.End, ID: "done-" + iv.Key(), Attempt: 1,
+			Instance: "other", Status: StatusSucceeded, Started: iv.End, Ended: iv.End.Add(time.Second)}
+		if _, err := h.put(context.Background(), rec, cloud.PutOptions{IfAbsent: true}); err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, rec)
+	}
+	s := &Server{Runner: &Runner{Pipeline: p, Kinds: kinds, History: h, Clock: NewFakeClock(now), Instance: "me", LeaseTTL: time.Hour}}
+	sweeps := []int64{}
+	sweep := func() {
+		before := cs.gets.Load()
+		s.sweep(context.Background())
+		sweeps = append(sweeps, cs.gets.Load()-before)
+	}
+	sweep()
+	sweep()
+	rerun := recs[7]
+	rerun.ID, rerun.Attempt = "rerun", 2
+	if _, err := h.put(context.Background(), rerun, cloud.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sweep()
+	if sweeps[0] != 30 || sweeps[1] != 0 || sweeps[2] != 1 {
+		t.Errorf("records read by three sweeps: %v; want 30 (all), 0 (none changed), 1 (the rerun)", sweeps)
 	}
 }
