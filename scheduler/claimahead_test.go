@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -11,13 +12,16 @@ import (
 
 // serve claims a tick's interval ClaimAhead before the tick and starts the
 // job's work at the tick, not before; a shutdown while the claim is held
-// gives it back (recorded cancelled), and the next start runs the
-// interval.
+// gives it back (recorded cancelled, and nothing recorded for the job
+// after it), and the next start runs the interval and the job after it.
 func TestServeClaimsAheadOfTheTick(t *testing.T) {
 	var mu sync.Mutex
 	calls := map[string][]time.Time{} // interval → the clock when the job ran
 	var clock *FakeClock
-	p, h, kinds := serveLake(t, t.TempDir(), "", func(ctx context.Context, j *Job, iv Interval) (map[string]any, error) {
+	p, h, kinds := serveLake(t, t.TempDir(), "  publish:\n    after: [load]\n    task: {}\n", func(ctx context.Context, j *Job, iv Interval) (map[string]any, error) {
+		if j.Name != "load" {
+			return nil, nil
+		}
 		mu.Lock()
 		calls[iv.Key()] = append(calls[iv.Key()], clock.Now())
 		mu.Unlock()
@@ -73,6 +77,9 @@ func TestServeClaimsAheadOfTheTick(t *testing.T) {
 	if err != nil || rec.Status != StatusCancelled {
 		t.Fatalf("shut down while held: record %+v, %v; want cancelled", rec, err)
 	}
+	if rec, _, err := h.Get(context.Background(), "publish", next.Key()); !errors.Is(err, cloud.ErrNotFound) {
+		t.Fatalf("shut down while held: the job after it has record %+v, %v; want none", rec, err)
+	}
 
 	// The next start, after the interval ended, runs it.
 	clock.Set(t0.Add(25 * time.Second))
@@ -86,6 +93,9 @@ func TestServeClaimsAheadOfTheTick(t *testing.T) {
 	rec, _, err = h.Get(context.Background(), "load", next.Key())
 	if err != nil || rec.Status != StatusSucceeded || rec.Attempt != 2 {
 		t.Fatalf("after the restart: record %+v, %v; want succeeded, attempt 2", rec, err)
+	}
+	if rec, _, err := h.Get(context.Background(), "publish", next.Key()); err != nil || rec.Status != StatusSucceeded {
+		t.Fatalf("after the restart: the job after it has record %+v, %v; want succeeded", rec, err)
 	}
 	mu.Lock()
 	defer mu.Unlock()

@@ -155,6 +155,13 @@ func (r *Runner) Run(ctx context.Context, job *Job, iv Interval, o RunOptions) (
 		out.Record.Status != StatusUpstreamFailed && out.Record.Status != StatusCancelled {
 		return outs, err
 	}
+	if out.Record.Status == StatusCancelled && out.Record.Started.IsZero() {
+		// Given back before its start (a shutdown while claimed ahead):
+		// the interval has not run, and whoever runs it runs the jobs
+		// after it then; recording them upstream_failed now would say
+		// they failed.
+		return outs, err
+	}
 	o.NotBefore, o.Hold = time.Time{}, nil
 	for _, d := range r.Pipeline.Downstream(job.Name) {
 		more, derr := r.Run(ctx, d, iv, o)

@@ -108,10 +108,17 @@ func (a *app) reportRuns(command string, job *scheduler.Job, outs []scheduler.Ou
 
 func runJSON(rec scheduler.Record, ran bool) map[string]any {
 	m := map[string]any{"id": rec.ID, "job": rec.Job, "interval": rec.Interval, "interval_start": rec.Start, "interval_end": rec.End,
-		"attempt": rec.Attempt, "instance": rec.Instance, "status": rec.Status, "started": rec.Started, "trigger": rec.Trigger}
+		"attempt": rec.Attempt, "instance": rec.Instance, "status": rec.Status, "trigger": rec.Trigger}
+	// A run given back before its start (a shutdown while it was claimed
+	// ahead) never started: no started, no seconds.
+	if !rec.Started.IsZero() {
+		m["started"] = rec.Started
+	}
 	if !rec.Ended.IsZero() {
 		m["ended"] = rec.Ended
-		m["seconds"] = rec.Ended.Sub(rec.Started).Seconds()
+		if !rec.Started.IsZero() {
+			m["seconds"] = rec.Ended.Sub(rec.Started).Seconds()
+		}
 	}
 	if rec.Error != "" {
 		m["error"] = rec.Error
@@ -286,12 +293,15 @@ skipped), attempt, instance, start, end, error and the job's summary (with
 				if a.jsonOut {
 					continue
 				}
-				secs := "-"
-				if !rec.Ended.IsZero() {
-					secs = fmt.Sprintf("%.1f", rec.Ended.Sub(rec.Started).Seconds())
+				started, secs := "-", "-"
+				if !rec.Started.IsZero() {
+					started = rec.Started.UTC().Format(time.RFC3339)
+					if !rec.Ended.IsZero() {
+						secs = fmt.Sprintf("%.1f", rec.Ended.Sub(rec.Started).Seconds())
+					}
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", textName(rec.Job), rec.Start.Format(time.RFC3339), rec.Status,
-					rec.Attempt, textName(rec.Instance), rec.Started.UTC().Format(time.RFC3339), secs, textName(rec.Error))
+					rec.Attempt, textName(rec.Instance), started, secs, textName(rec.Error))
 			}
 			tw.Flush()
 			return a.summary(map[string]any{"command": "runs", "runs": runs})
