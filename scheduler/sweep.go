@@ -14,11 +14,13 @@ import (
 // the last sweepWindow, at most sweepIntervals of them a job, newest
 // first. A run record the sweep read once and found final is not read
 // again while its ETag is unchanged (a --rerun changes it), so a sweep
-// costs one listing a job and a day, plus one read of each record written
+// costs one listing a job and a day (an hour for a job run more than
+// every minute or so), plus one read of each record written
 // since the last sweep by another instance.
 const (
 	sweepWindow    = 24 * time.Hour
 	sweepIntervals = 5000
+	denseIntervals = 1000
 )
 
 // sweepLoop runs sweep now and then every lease TTL until ctx ends;
@@ -51,7 +53,7 @@ func (s *Server) sweep(ctx context.Context) {
 		if l, ok := listed[job.Name]; ok {
 			return l
 		}
-		l, err := r.History.keys(ctx, job.Name, dayPrefixes(ivs))
+		l, err := r.History.keys(ctx, job.Name, keyPrefixes(ivs))
 		if err != nil {
 			r.log().Warn("sweep: list run records", "job", job.Name, "error", err)
 			l = nil
@@ -101,17 +103,22 @@ func sweepIntervalsOf(job *Job, now time.Time) []Interval {
 	return ivs
 }
 
-// dayPrefixes returns the distinct days (the leading yyyymmdd of their
-// keys) of ivs.
-func dayPrefixes(ivs []Interval) []string {
-	var days []string
+// keyPrefixes returns the distinct key prefixes that cover ivs: their
+// days, or for a dense job (more than denseIntervals of them) their hours,
+// so that listing them costs about as many keys as ivs has.
+func keyPrefixes(ivs []Interval) []string {
+	n := len("20060102")
+	if len(ivs) > denseIntervals {
+		n = len("20060102T15")
+	}
+	var out []string
 	for _, iv := range ivs {
-		d := iv.Key()[:len("20060102")]
-		if len(days) == 0 || days[len(days)-1] != d {
-			days = append(days, d)
+		p := iv.Key()[:n]
+		if len(out) == 0 || out[len(out)-1] != p {
+			out = append(out, p)
 		}
 	}
-	return days
+	return out
 }
 
 // read reads job's record of iv, remembering it when final; ok false
@@ -203,10 +210,10 @@ func (f *finals) prune(t time.Time) {
 }
 
 // keys returns the interval keys of job's run records that begin with
-// one of the day prefixes, with their ETags.
-func (h *History) keys(ctx context.Context, job string, days []string) (map[string]string, error) {
+// one of prefixes, with their ETags.
+func (h *History) keys(ctx context.Context, job string, prefixes []string) (map[string]string, error) {
 	out := map[string]string{}
-	for _, d := range days {
+	for _, d := range prefixes {
 		prefix := RunsPrefix + job + "/" + d
 		if err := h.Store.List(ctx, prefix, func(o cloud.ObjectInfo) error {
 			iv := strings.TrimPrefix(o.Key, RunsPrefix+job+"/")

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -194,5 +196,34 @@ func TestSweepReadsAFinalRecordOnce(t *testing.T) {
 	sweep()
 	if sweeps[0] != 30 || sweeps[1] != 0 || sweeps[2] != 1 {
 		t.Errorf("records read by three sweeps: %v; want 30 (all), 0 (none changed), 1 (the rerun)", sweeps)
+	}
+}
+
+// The sweep lists a job's run records by day, or by hour for a dense job,
+// covering every interval it looks at and no more than a day of them.
+func TestSweepListsByDayOrHour(t *testing.T) {
+	now := time.Date(2026, 3, 2, 0, 30, 0, 0, time.UTC)
+	for _, c := range []struct {
+		spec string
+		want []string
+	}{
+		{"@every 5m", []string{"20260302", "20260301"}},
+		{"@daily", []string{"20260301"}}, // the day before ended over 24 hours ago
+		{"@every 1s", []string{"20260302T00", "20260301T23"}},
+	} {
+		sched, err := ParseSchedule(c.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ivs := sweepIntervalsOf(&Job{Schedule: sched}, now)
+		got := keyPrefixes(ivs)
+		if fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("%s: prefixes %v, want %v", c.spec, got, c.want)
+		}
+		for _, iv := range ivs {
+			if !slices.ContainsFunc(got, func(p string) bool { return strings.HasPrefix(iv.Key(), p) }) {
+				t.Errorf("%s: interval %s under no prefix of %v", c.spec, iv.Key(), got)
+			}
+		}
 	}
 }
