@@ -7,9 +7,12 @@
 // heartbeat. The run records there are the history. serve claims a
 // tick's interval a moment before the tick (ClaimAhead) so that the
 // job's work starts on it, takes over an interval whose instance died
-// once its lease ends (queued if the job is busy), and sweeps for
-// intervals of a job with after: whose upstreams succeeded but which no
-// instance ran.
+// once its lease ends (queued if the job is busy), and every lease TTL
+// sweeps the last day's run records for what no instance will run unless
+// it does: a run left running with its lease expired, however long ago
+// it started, and an interval of a job with after: whose upstreams
+// succeeded but which no instance ran. The sweep lists the records and
+// reads only those it does not already know final.
 //
 // It imports only cloud. It never imports ingest, compact, rollup or
 // warehouse: a job runs through the Kind interface, which the command
