@@ -79,9 +79,8 @@ func (s *Server) sweep(ctx context.Context) {
 					r.log().Info("upstreams succeeded, no run yet: running", "job", job.Name, "interval", iv.String())
 					s.dispatch(job, dispatch{iv: iv, trigger: "upstream"})
 				}
-			case s.finals.has(job.Name, iv.Key(), etag):
 			default:
-				rec, ok := s.read(ctx, job.Name, iv)
+				rec, ok := s.known(ctx, job.Name, iv, etag)
 				if ok && rec.Status == StatusRunning && now.After(rec.LeaseUntil) {
 					r.log().Info("run left with its lease expired: taking over", "job", job.Name, "interval", iv.String(), "instance", rec.Instance)
 					s.dispatch(job, dispatch{iv: iv, trigger: "takeover"})
@@ -121,9 +120,13 @@ func keyPrefixes(ivs []Interval) []string {
 	return out
 }
 
-// read reads job's record of iv, remembering it when final; ok false
-// when it could not be read.
-func (s *Server) read(ctx context.Context, job string, iv Interval) (Record, bool) {
+// known returns job's record of iv: only its status when the record is
+// known final with this etag, else as read (and remembered when final);
+// ok false when it could not be read.
+func (s *Server) known(ctx context.Context, job string, iv Interval, etag string) (Record, bool) {
+	if st, ok := s.finals.status(job, iv.Key(), etag); ok {
+		return Record{Job: job, Interval: iv.Key(), Status: st}, true
+	}
 	rec, etag, err := s.Runner.History.Get(ctx, job, iv.Key())
 	if err != nil {
 		if !errors.Is(err, cloud.ErrNotFound) {
@@ -142,13 +145,7 @@ func (s *Server) upstreamsSucceeded(ctx context.Context, job *Job, iv Interval, 
 		if !ok {
 			return false
 		}
-		if st, known := s.finals.status(up, iv.Key(), etag); known {
-			if st != StatusSucceeded {
-				return false
-			}
-			continue
-		}
-		if rec, ok := s.read(ctx, up, iv); !ok || rec.Status != StatusSucceeded {
+		if rec, ok := s.known(ctx, up, iv, etag); !ok || rec.Status != StatusSucceeded {
 			return false
 		}
 	}
@@ -191,11 +188,6 @@ func (f *finals) status(job, interval, etag string) (Status, bool) {
 		return "", false
 	}
 	return x.status, true
-}
-
-func (f *finals) has(job, interval, etag string) bool {
-	_, ok := f.status(job, interval, etag)
-	return ok
 }
 
 // prune forgets records of intervals that ended before t.
