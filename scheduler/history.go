@@ -88,20 +88,16 @@ func (h *History) List(ctx context.Context, job string) ([]Record, error) {
 	if job != "" {
 		prefix += job + "/"
 	}
-	var keys []string
-	if err := h.Store.List(ctx, prefix, func(o cloud.ObjectInfo) error {
-		keys = append(keys, o.Key)
-		return nil
+	type key struct{ job, iv string }
+	var keys []key
+	if err := h.eachKey(ctx, prefix, func(job, iv string, _ cloud.ObjectInfo) {
+		keys = append(keys, key{job, iv})
 	}); err != nil {
-		return nil, fmt.Errorf("list run records: %w", err)
+		return nil, err
 	}
 	var out []Record
 	for _, k := range keys {
-		j, iv, ok := strings.Cut(strings.TrimPrefix(k, RunsPrefix), "/")
-		if !ok || strings.Contains(iv, "/") {
-			continue
-		}
-		r, _, err := h.Get(ctx, j, iv)
+		r, _, err := h.Get(ctx, k.job, k.iv)
 		if errors.Is(err, cloud.ErrNotFound) {
 			continue
 		}
@@ -223,6 +219,21 @@ func (c *claim) update(ctx context.Context, f func(*Record)) (Record, error) {
 	}
 	c.rec, c.etag = next, etag
 	return next, nil
+}
+
+// eachKey calls fn with the job and interval of every run record whose
+// key starts with prefix (under RunsPrefix).
+func (h *History) eachKey(ctx context.Context, prefix string, fn func(job, iv string, o cloud.ObjectInfo)) error {
+	err := h.Store.List(ctx, prefix, func(o cloud.ObjectInfo) error {
+		if job, iv, ok := strings.Cut(strings.TrimPrefix(o.Key, RunsPrefix), "/"); ok && !strings.Contains(iv, "/") {
+			fn(job, iv, o)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("list run records: %w", err)
+	}
+	return nil
 }
 
 // tag returns the ETag of the held record's last write.

@@ -3,7 +3,6 @@ package scheduler
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"time"
 
@@ -205,15 +204,8 @@ func (f *finals) prune(t time.Time) {
 // one of prefixes, with their ETags.
 func (h *History) keys(ctx context.Context, job string, prefixes []string) (map[string]string, error) {
 	out := map[string]string{}
-	for _, d := range prefixes {
-		prefix := RunsPrefix + job + "/" + d
-		if err := h.Store.List(ctx, prefix, func(o cloud.ObjectInfo) error {
-			iv := strings.TrimPrefix(o.Key, RunsPrefix+job+"/")
-			if !strings.Contains(iv, "/") {
-				out[iv] = o.ETag
-			}
-			return nil
-		}); err != nil {
+	for _, p := range prefixes {
+		if err := h.eachKey(ctx, RunsPrefix+job+"/"+p, func(_, iv string, o cloud.ObjectInfo) { out[iv] = o.ETag }); err != nil {
 			return nil, err
 		}
 	}
