@@ -16,12 +16,15 @@
 //   single-text  single, with the uuid columns read as VARCHAR: stored
 //                as text, as sluice stores a uuid column, where the other
 //                modes store DuckDB's 16-byte UUID
+//   partitioned-text  partitioned, with the uuid columns as VARCHAR: the
+//                same table sluice writes (partitioned by day, uuids as
+//                text)
 //
 // A string column that the records hold a nested object or array in is
 // read as VARCHAR too: DuckDB keeps such a value as its JSON text,
 // normalised (compact, strings and numbers rewritten).
 //
-// Usage: node bench/duckjson.mjs IN OUT single|partitioned|perday|single-text SCHEMA
+// Usage: node bench/duckjson.mjs IN OUT single|partitioned|perday|single-text|partitioned-text SCHEMA
 
 import { mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -33,8 +36,8 @@ const { DuckDBInstance } = await import(require.resolve('@duckdb/node-api', {
 }));
 
 const [inArg, outArg, mode, schema] = process.argv.slice(2);
-if (!inArg || !outArg || !['single', 'partitioned', 'perday', 'single-text'].includes(mode) || !schema) {
-  process.stderr.write('usage: node bench/duckjson.mjs IN OUT single|partitioned|perday|single-text SCHEMA\n');
+if (!inArg || !outArg || !['single', 'partitioned', 'perday', 'single-text', 'partitioned-text'].includes(mode) || !schema) {
+  process.stderr.write('usage: node bench/duckjson.mjs IN OUT single|partitioned|perday|single-text|partitioned-text SCHEMA\n');
   process.exit(2);
 }
 const inDir = resolve(inArg), outDir = resolve(outArg);
@@ -47,7 +50,7 @@ await conn.run(`SET TimeZone = 'UTC'`);
 await conn.run(`SET preserve_insertion_order = false`);
 const lit = (s) => "'" + s.replace(/'/g, "''") + "'";
 const duckType = {
-  uuid: mode === 'single-text' ? 'VARCHAR' : 'UUID', int64: 'BIGINT', int32: 'INTEGER',
+  uuid: mode.endsWith('-text') ? 'VARCHAR' : 'UUID', int64: 'BIGINT', int32: 'INTEGER',
   timestamp: 'TIMESTAMP', string: 'VARCHAR',
 };
 const columns = schema.split(',').map((c) => {
@@ -63,7 +66,7 @@ const start = process.hrtime.bigint();
 if (mode === 'single' || mode === 'single-text') {
   const res = await conn.runAndReadAll(`COPY (SELECT * FROM ${src}) TO ${lit(join(outDir, 'data_0.parquet'))} ${zstd}`);
   rows = Number(res.getRows()[0][0]);
-} else if (mode === 'partitioned') {
+} else if (mode === 'partitioned' || mode === 'partitioned-text') {
   const res = await conn.runAndReadAll(
     `COPY (SELECT *, CAST(event_time AS DATE) AS date FROM ${src}) TO ${lit(outDir)} ` +
     `(FORMAT parquet, COMPRESSION zstd, PARTITION_BY (date), OVERWRITE_OR_IGNORE)`);

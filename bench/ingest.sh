@@ -13,7 +13,9 @@
 #           into a table, one COPY per day); the fastest is the peer. And
 #           single-text, reported beside the peer but never the peer:
 #           single with the uuid columns stored as text, as sluice stores
-#           them (DuckDB's UUID is 16 bytes, which zstd does not work on)
+#           them (DuckDB's UUID is 16 bytes, which zstd does not work on);
+#           and partitioned-text, partitioned with the uuid columns as text:
+#           the same table sluice writes, column for column
 #   sluice  `sluice ingest T --from IN --json` into a table made by
 #           `sluice init` (not timed), partitioned by day(event_time)
 #   sluice  the same on the first RECORDS/2 records (FILES/2 files, a copy of
@@ -62,7 +64,7 @@ prof=()
 # The rounds: DuckDB three ways (the fastest is the peer), sluice on the
 # half, sluice on the whole.
 for round in $(seq "$RUNS"); do
-  for mode in single partitioned perday single-text; do
+  for mode in single partitioned perday single-text partitioned-text; do
     /usr/bin/time -v -o "$DATA/duck-$mode.time" node bench/duckjson.mjs "$IN" "$OUT_DUCK-$mode" "$mode" "$SCHEMA" > "$DATA/duck-$mode.json"
     s=$(json seconds < "$DATA/duck-$mode.json")
     eval "prev=\${duck_s_${mode//-/_}:-}; prss=\${duck_rss_${mode//-/_}:-}"
@@ -102,7 +104,7 @@ got=$(json rows < "$DATA/check-sluice.json")
 want=$(json rows < "$DATA/check-duck.json")
 fail=0
 [ "$got" = "$RECORDS" ] && [ "$want" = "$RECORDS" ] || { echo "row counts differ: sluice $got, duckdb $want, generated $RECORDS" >&2; fail=1; }
-for mode in partitioned perday single-text; do
+for mode in partitioned perday single-text partitioned-text; do
   eval "r=\$duck_rows_${mode//-/_}"; [ "$r" = "$RECORDS" ] || { echo "duckdb $mode wrote $r rows, not $RECORDS" >&2; fail=1; }
 done
 [ "$half_rows" = "$half_records" ] || { echo "half run wrote $half_rows rows, not $half_records" >&2; fail=1; }
@@ -121,14 +123,14 @@ td=$(node tools/duckrows.mjs --columns "$text_cols" "$OUT_DUCK-single-text/data_
 mbs() { echo "$1 / $2 / 1000000" | bc -l; }
 printf '\n%s %s records, %s files, %s input bytes, %s CPUs, best of %s rounds\n' "$RECORDS" "$SHAPE" "$FILES" "$in_bytes" "$(nproc)" "$RUNS"
 printf 'sluice build: %s\n' "$SLUICE_BUILD"
-printf '%-18s %10s %12s %9s %14s %12s %8s  %s\n' engine seconds records/s MB/s out_bytes peak_rss_kb cpu_s every_round_s
-for mode in single partitioned perday single-text; do
+printf '%-24s %10s %12s %9s %14s %12s %8s  %s\n' engine seconds records/s MB/s out_bytes peak_rss_kb cpu_s every_round_s
+for mode in single partitioned perday single-text partitioned-text; do
   eval "s=\$duck_s_${mode//-/_}; b=\$duck_b_${mode//-/_}; m=\$duck_rss_${mode//-/_}; c=\$duck_cpu_${mode//-/_}; all=\$duck_all_${mode//-/_}"
   mark=; [ "$mode" = "$best" ] && mark='*'
-  printf '%-18s %10.3f %12.0f %9.1f %14s %12s %8s %s\n' "duckdb $mode$mark" "$s" "$(echo "$RECORDS / $s" | bc -l)" "$(mbs "$in_bytes" "$s")" "$b" "$m" "$c" "$all"
+  printf '%-24s %10.3f %12.0f %9.1f %14s %12s %8s %s\n' "duckdb $mode$mark" "$s" "$(echo "$RECORDS / $s" | bc -l)" "$(mbs "$in_bytes" "$s")" "$b" "$m" "$c" "$all"
 done
-printf '%-18s %10.3f %12.0f %9.1f %14s %12s %8s %s\n' "sluice" "$sluice_s" "$(echo "$RECORDS / $sluice_s" | bc -l)" "$(mbs "$in_bytes" "$sluice_s")" "$sluice_b" "$sluice_rss" "$sluice_cpu" "$sluice_all"
-printf '%-18s %10.3f %12.0f %9.1f %14s %12s\n' "sluice half" "$half_s" "$(echo "$half_records / $half_s" | bc -l)" "$(mbs "$half_bytes" "$half_s")" "$(du -sb "$OUT_HALF" | cut -f1)" "$half_rss"
+printf '%-24s %10.3f %12.0f %9.1f %14s %12s %8s %s\n' "sluice" "$sluice_s" "$(echo "$RECORDS / $sluice_s" | bc -l)" "$(mbs "$in_bytes" "$sluice_s")" "$sluice_b" "$sluice_rss" "$sluice_cpu" "$sluice_all"
+printf '%-24s %10.3f %12.0f %9.1f %14s %12s\n' "sluice half" "$half_s" "$(echo "$half_records / $half_s" | bc -l)" "$(mbs "$half_bytes" "$half_s")" "$(du -sb "$OUT_HALF" | cut -f1)" "$half_rss"
 printf '(* the peer: fastest DuckDB mode; sluice out_bytes is the table folder, %s of it data files;\n cpu_s: user+sys of the fastest round'"'"'s process, node'"'"'s start included for DuckDB)\n' "$sluice_data_b"
 printf 'sluice/duckdb(%s): time %.2f, bytes %.3f, RSS %.2f, CPU %.2f\n' "$best" \
   "$(echo "$sluice_s / $duck_s" | bc -l)" "$(echo "$sluice_b / $duck_b" | bc -l)" "$(echo "$sluice_rss / $duck_rss" | bc -l)" "$(echo "$sluice_cpu / $duck_cpu" | bc -l)"
@@ -137,6 +139,8 @@ printf 'sluice/duckdb(%s, fastest partitioned): time %.2f, bytes %.3f, RSS %.2f\
   "$(echo "$sluice_s / $bestp_s" | bc -l)" "$(echo "$sluice_b / $p_b" | bc -l)" "$(echo "$sluice_rss / $p_rss" | bc -l)"
 printf 'sluice/duckdb(single-text, uuid stored as text by both): time %.2f, bytes %.3f, CPU %.2f\n' \
   "$(echo "$sluice_s / $duck_s_single_text" | bc -l)" "$(echo "$sluice_b / $duck_b_single_text" | bc -l)" "$(echo "$sluice_cpu / $duck_cpu_single_text" | bc -l)"
+printf 'sluice/duckdb(partitioned-text, the same table: by day, uuid as text): time %.2f, bytes %.3f, RSS %.2f, CPU %.2f\n' \
+  "$(echo "$sluice_s / $duck_s_partitioned_text" | bc -l)" "$(echo "$sluice_b / $duck_b_partitioned_text" | bc -l)" "$(echo "$sluice_rss / $duck_rss_partitioned_text" | bc -l)" "$(echo "$sluice_cpu / $duck_cpu_partitioned_text" | bc -l)"
 printf 'sluice RSS full/half (%s/%s records): %.2f\n' "$RECORDS" "$half_records" "$(echo "$sluice_rss / $half_rss" | bc -l)"
 if [ -n "$common" ]; then
   printf 'check: rows %s = %s; checksum over %s (types match) %s\n' "$got" "$want" "$common" "$([ "$cs" = "$cd_" ] && echo equal || echo DIFFERS)"
