@@ -49,7 +49,7 @@ func writeLine(t *testing.T, w *bufio.Writer, id, n int) {
 // The largest record --memory allows, and a line far longer than any
 // record allowed, go through within --memory plus the headroom the flag's
 // help promises. The bound is the process's peak RSS, measured by the
-// kernel; measured here it is about 145 MiB of the 256 MiB allowed.
+// kernel; measured here it is about 145 MiB of the 384 MiB allowed.
 func TestIngestHoldsMemoryWithTheLargestRecordAndALongerLine(t *testing.T) {
 	const budget, maxRecord = 128 << 20, 4 << 20
 	dir := t.TempDir()
