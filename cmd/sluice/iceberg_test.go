@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -214,6 +216,9 @@ func TestIcebergSyncCommandBadInput(t *testing.T) {
 // moments 20 times (5 under -short), then run to the end: every version
 // mirrored exactly once, in order, each snapshot with its sluice.version,
 // no file twice, and each snapshot lists exactly its version's files.
+// A kill counts only if it found the sync still running; a sync that
+// finished first gets new versions to mirror before the next one, so that
+// every kill has work to interrupt.
 func TestIcebergSyncKilledAtRandom(t *testing.T) {
 	dir := t.TempDir()
 	tbl := filepath.Join(dir, "events")
@@ -224,15 +229,31 @@ func TestIcebergSyncKilledAtRandom(t *testing.T) {
 		kills = 5
 	}
 	rng := rand.New(rand.NewPCG(20, 26))
-	for range kills {
-		killedRun(t, rng, 400*time.Millisecond, "iceberg", "sync", tbl, "--catalog", "sqlite://"+db)
+	killed, finished, added := 0, 0, 0
+	for killed < kills {
+		if finished > 10*kills {
+			t.Fatalf("%d syncs finished before the kill, %d killed: the kills come too late to test anything", finished, killed)
+		}
+		err := killedRun(t, rng, 400*time.Millisecond, "iceberg", "sync", tbl, "--catalog", "sqlite://"+db)
+		var exit *exec.ExitError
+		switch {
+		case errors.As(err, &exit) && exit.ProcessState.Sys().(syscall.WaitStatus).Signaled():
+			killed++
+		case err == nil:
+			finished++
+			appendVersions(t, tbl, 40+added, 3)
+			added += 3
+		default:
+			t.Fatalf("sync: %v", err)
+		}
 	}
 	s := icebergSync(t, tbl, db)
 	latest := latestVersion(t, tbl)
 	if s["version"] != float64(latest) {
 		t.Fatalf("final sync at version %d: %v", latest, s)
 	}
-	t.Logf("the final sync mirrored %v of %d versions", s["mirrored"], latest)
+	t.Logf("%d syncs killed while running, %d finished first (then 3 versions added); the final sync mirrored %v of %d versions",
+		killed, finished, s["mirrored"], latest)
 	checkMirror(t, tbl, s["metadata_location"].(string), true)
 }
 
@@ -240,14 +261,22 @@ func TestIcebergSyncKilledAtRandom(t *testing.T) {
 // over a few days, and a compaction in the middle.
 func manyVersions(t *testing.T, loc string, n int) {
 	t.Helper()
-	ctx := context.Background()
 	initEvents(t, loc)
+	appendVersions(t, loc, 0, n-1)
+}
+
+// appendVersions commits n appends of five rows each to the table at loc,
+// the first numbered from, with a compaction after the middle one when
+// from is 0.
+func appendVersions(t *testing.T, loc string, from, n int) {
+	t.Helper()
+	ctx := context.Background()
 	tbl, err := catalog.Open(ctx, loc, catalog.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tbl.Close()
-	for i := range n - 1 {
+	for i := from; i < from+n; i++ {
 		m, err := tbl.Latest(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -265,7 +294,7 @@ func manyVersions(t *testing.T, loc string, n int) {
 		if _, err := tbl.Commit(ctx, catalog.Change{Operation: "append", Add: fs, DataChange: true}); err != nil {
 			t.Fatal(err)
 		}
-		if i == n/2 {
+		if from == 0 && i == (n+1)/2 {
 			mustSluice(t, "compact", loc, "--include-current", "--min-input-files", "2")
 		}
 	}
