@@ -20,8 +20,7 @@ func (c *chaos) finish() {
 	t := c.t
 	c.in.SetEnabled(false)
 	c.brokerOut.Store(0)
-	after := time.Now()
-	c.cleanFrom = after
+	c.cleanFrom = time.Now()
 	c.start(0)
 	defer c.stop(0)
 	// The clean run is done when every job succeeded for an interval that
@@ -33,12 +32,12 @@ func (c *chaos) finish() {
 		done := map[string]bool{}
 		var left []string
 		for _, r := range runsOf(t, mustSluiceEnv(t, c.env, "--json", "runs", "--config", c.config)) {
-			if r["status"] == "succeeded" && !timeOf(t, r["interval_start"]).Before(after) {
+			if r["status"] == "succeeded" && !timeOf(t, r["interval_start"]).Before(c.cleanFrom) {
 				done[r["job"].(string)] = true
 			}
 			// A run claimed ahead of its start is running too, started in
 			// the future: not left by anyone.
-			if r["status"] == "running" && timeOf(t, r["started"]).Before(after) {
+			if r["status"] == "running" && timeOf(t, r["started"]).Before(c.cleanFrom) {
 				left = append(left, r["job"].(string)+" "+r["interval"].(string))
 			}
 		}
