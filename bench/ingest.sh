@@ -61,10 +61,14 @@ ingest() { # ingest IN OUT TIMEFILE JSONFILE [extra flags]
 prof=()
 [ -n "${SLUICE_CPUPROFILE:-}" ] && prof=(--cpuprofile "$SLUICE_CPUPROFILE")
 
+# DuckDB's modes (see bench/duckjson.mjs); the first three compete for
+# the peer, the text ones are reported beside it.
+DUCK_MODES="single partitioned perday single-text partitioned-text"
+
 # The rounds: DuckDB three ways (the fastest is the peer), sluice on the
 # half, sluice on the whole.
 for round in $(seq "$RUNS"); do
-  for mode in single partitioned perday single-text partitioned-text; do
+  for mode in $DUCK_MODES; do
     /usr/bin/time -v -o "$DATA/duck-$mode.time" node bench/duckjson.mjs "$IN" "$OUT_DUCK-$mode" "$mode" "$SCHEMA" > "$DATA/duck-$mode.json"
     s=$(json seconds < "$DATA/duck-$mode.json")
     eval "prev=\${duck_s_${mode//-/_}:-}; prss=\${duck_rss_${mode//-/_}:-}"
@@ -104,7 +108,7 @@ got=$(json rows < "$DATA/check-sluice.json")
 want=$(json rows < "$DATA/check-duck.json")
 fail=0
 [ "$got" = "$RECORDS" ] && [ "$want" = "$RECORDS" ] || { echo "row counts differ: sluice $got, duckdb $want, generated $RECORDS" >&2; fail=1; }
-for mode in partitioned perday single-text partitioned-text; do
+for mode in ${DUCK_MODES#single }; do
   eval "r=\$duck_rows_${mode//-/_}"; [ "$r" = "$RECORDS" ] || { echo "duckdb $mode wrote $r rows, not $RECORDS" >&2; fail=1; }
 done
 [ "$half_rows" = "$half_records" ] || { echo "half run wrote $half_rows rows, not $half_records" >&2; fail=1; }
@@ -124,7 +128,7 @@ mbs() { echo "$1 / $2 / 1000000" | bc -l; }
 printf '\n%s %s records, %s files, %s input bytes, %s CPUs, best of %s rounds\n' "$RECORDS" "$SHAPE" "$FILES" "$in_bytes" "$(nproc)" "$RUNS"
 printf 'sluice build: %s\n' "$SLUICE_BUILD"
 printf '%-24s %10s %12s %9s %14s %12s %8s  %s\n' engine seconds records/s MB/s out_bytes peak_rss_kb cpu_s every_round_s
-for mode in single partitioned perday single-text partitioned-text; do
+for mode in $DUCK_MODES; do
   eval "s=\$duck_s_${mode//-/_}; b=\$duck_b_${mode//-/_}; m=\$duck_rss_${mode//-/_}; c=\$duck_cpu_${mode//-/_}; all=\$duck_all_${mode//-/_}"
   mark=; [ "$mode" = "$best" ] && mark='*'
   printf '%-24s %10.3f %12.0f %9.1f %14s %12s %8s %s\n' "duckdb $mode$mark" "$s" "$(echo "$RECORDS / $s" | bc -l)" "$(mbs "$in_bytes" "$s")" "$b" "$m" "$c" "$all"
