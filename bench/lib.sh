@@ -1,5 +1,5 @@
 # lib.sh, sourced by the benchmark scripts: reading /usr/bin/time -v
-# reports and JSON summaries, and keeping the best of interleaved rounds.
+# reports and JSON summaries, and keeping the best and the median of interleaved rounds.
 
 # rss FILE: peak RSS in kB from a /usr/bin/time -v report.
 rss() { awk -F': ' '/Maximum resident set size/ {print $2}' "$1"; }
@@ -9,6 +9,9 @@ cpu() { awk -F': ' '/User time|System time/ {s += $2} END {printf "%.2f", s}' "$
 json() { node -e 'const o=JSON.parse(require("fs").readFileSync(0,"utf8"))[process.argv[1]];console.log(typeof o==="object"?JSON.stringify(o):o)' "$1"; }
 # better A B: A is less than B, or B is unset.
 better() { [ -z "$2" ] || [ "$(echo "$1 < $2" | bc)" = 1 ]; }
+# median A B ...: the median of the numbers (the mean of the middle two
+# of an even count).
+median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {printf "%.3f", NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 # maxrss A B: the larger, or A when B is unset.
 maxrss() { [ -z "$2" ] || [ "$1" -gt "$2" ] && echo "$1" || echo "$2"; }
 # build_sluice OUT: builds sluice into OUT as the environment's go build
