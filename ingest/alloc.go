@@ -8,8 +8,17 @@ import (
 // Decoding a JSON line allocates a string for every text field it keeps.
 // A strSlab copies those fields into shared 64 KiB chunks instead: one
 // allocation per chunk, not per field. A chunk lives while any string in
-// it does, and rows are dropped once written, so the chunks are short-lived.
-type strSlab struct{ buf []byte }
+// it does, and rows are dropped once written, so the chunks are short-lived;
+// an arena's chunks are reused instead (see arena.go).
+type strSlab struct {
+	buf []byte
+	// With reuse (an arena's slab), every chunk cut is kept in all, so
+	// that reset can hand them out again; next is the index in all of the
+	// chunk after buf.
+	reuse bool
+	all   [][]byte
+	next  int
+}
 
 const (
 	slabChunk = 64 << 10
@@ -27,11 +36,34 @@ func (s *strSlab) str(b []byte) string {
 		return string(b)
 	}
 	if cap(s.buf)-len(s.buf) < len(b) {
-		s.buf = make([]byte, 0, slabChunk)
+		switch {
+		case s.next < len(s.all):
+			s.buf = s.all[s.next][:0]
+			s.next++
+		case s.reuse:
+			s.buf = make([]byte, 0, slabChunk)
+			s.all = append(s.all, s.buf)
+			s.next = len(s.all)
+		default:
+			s.buf = make([]byte, 0, slabChunk)
+		}
 	}
 	start := len(s.buf)
 	s.buf = append(s.buf, b...) // never over bytes already handed out
 	return unsafe.String(&s.buf[start], len(b))
+}
+
+// reset makes every chunk free again; poison overwrites them.
+func (s *strSlab) reset(poison bool) {
+	if poison {
+		for _, c := range s.all {
+			c = c[:cap(c)]
+			for i := range c {
+				c[i] = 0xAA
+			}
+		}
+	}
+	s.buf, s.next = nil, 0
 }
 
 // view is b as a string without a copy, for parsing only: it must not
@@ -49,10 +81,25 @@ func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 // is what the runtime assumes of a boxed value. A chunk lives while any
 // interface into it does.
 type boxes struct {
-	strs  []string
-	i64s  []int64
-	i32s  []int32
-	times []time.Time
+	strs  chunks[string]
+	i64s  chunks[int64]
+	i32s  chunks[int32]
+	times chunks[time.Time]
+}
+
+// arenaBoxes returns boxes whose chunks are kept for reuse (see arena).
+func arenaBoxes() boxes {
+	var b boxes
+	b.strs.reuse, b.i64s.reuse, b.i32s.reuse, b.times.reuse = true, true, true, true
+	return b
+}
+
+// reset makes every chunk free again; poison clears them.
+func (b *boxes) reset(poison bool) {
+	b.strs.reset(poison)
+	b.i64s.reset(poison)
+	b.i32s.reset(poison)
+	b.times.reset(poison)
 }
 
 const boxChunk = 1024
@@ -81,20 +128,9 @@ func box(typ, p unsafe.Pointer) any {
 	return v
 }
 
-// take returns the next free element of *chunk, cutting a new chunk when
-// it is used up.
-func take[T any](chunk *[]T) *T {
-	if len(*chunk) == 0 {
-		*chunk = make([]T, boxChunk)
-	}
-	p := &(*chunk)[0]
-	*chunk = (*chunk)[1:]
-	return p
-}
-
-// put keeps v in *chunk's next element and returns it boxed as typ.
-func put[T any](chunk *[]T, typ unsafe.Pointer, v T) any {
-	p := take(chunk)
+// put keeps v in c's next element and returns it boxed as typ.
+func put[T any](c *chunks[T], typ unsafe.Pointer, v T) any {
+	p := &c.take(1)[0]
 	*p = v
 	return box(typ, unsafe.Pointer(p))
 }

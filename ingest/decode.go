@@ -35,10 +35,25 @@ type decoder struct {
 	flat     []flatField // scan's fields, one per column
 	// index is a column's index by name, the _extra column's aside;
 	// vals are treeRow's fields, one per column.
-	index  map[string]int
-	vals   []*fastjson.Value
-	rows   []any // the rest of the chunk newRow cuts rows from
-	extras       // the _extra column, when the table has one
+	index map[string]int
+	vals  []*fastjson.Value
+	// slab, box and rows are what the converters cut strings, boxed
+	// values and rows from: the decoder's own, or while it decodes a
+	// block, the block's arena (see enter).
+	slab *strSlab
+	box  *boxes
+	rows *chunks[any]
+	// arenas are the arenas of the JSON lines blocks d and its twin
+	// decode; emitting is the arena of the rows being emitted, nil when
+	// they are cut from the decoder's own chunks (see arena).
+	arenas   *arenaPool
+	emitting *arena
+	own      struct { // the decoder's own, while an arena's are in use
+		slab strSlab
+		box  boxes
+		rows chunks[any]
+	}
+	extras // the _extra column, when the table has one
 	// twin decodes blocks of a JSON lines file beside d, on another
 	// goroutine (decodeJSONL). Nil in a twin.
 	twin *decoder
@@ -49,12 +64,15 @@ type decoder struct {
 func newDecoder(schema catalog.Schema, o Options) *decoder {
 	d := newSoloDecoder(schema, o)
 	d.twin = newSoloDecoder(schema, o)
+	d.arenas = &arenaPool{poison: poisonArenas}
+	d.twin.arenas = d.arenas
 	return d
 }
 
 func newSoloDecoder(schema catalog.Schema, o Options) *decoder {
 	d := &decoder{schema: schema, maxBytes: o.MaxRecordBytes, zstdWindow: zstdWindow(o.MemoryBudget)}
 	slab, box := &strSlab{}, &boxes{}
+	d.slab, d.box, d.rows = slab, box, &chunks[any]{}
 	var names []string
 	for _, c := range schema.Columns {
 		d.conv = append(d.conv, converter{col: c, unit: o.EpochUnit, slab: slab, box: box})
@@ -78,20 +96,24 @@ func newSoloDecoder(schema catalog.Schema, o Options) *decoder {
 	return d
 }
 
-// newRow returns a row for the next record, cut from a shared chunk of
-// rowChunk rows: one allocation per chunk rather than per record. A chunk
-// lives while any row in it does; rows are dropped once written.
-func (d *decoder) newRow() []any {
-	n := len(d.conv)
-	if len(d.rows) < n {
-		d.rows = make([]any, n*rowChunk)
-	}
-	r := d.rows[:n:n]
-	d.rows = d.rows[n:]
-	return r
+// newRow returns a row for the next record, cut from a shared chunk: one
+// allocation per chunk rather than per record. A chunk lives while any
+// row in it does; rows are dropped once written.
+func (d *decoder) newRow() []any { return d.rows.take(len(d.conv)) }
+
+// enter makes the decoder cut what it decodes from a's chunks, until
+// leave.
+func (d *decoder) enter(a *arena) {
+	d.own.slab, d.own.box, d.own.rows = *d.slab, *d.box, *d.rows
+	*d.slab, *d.box, *d.rows = a.slab, a.box, a.rows
 }
 
-const rowChunk = 1024
+// leave gives a back its chunks, as the decoder used them, and makes the
+// decoder cut from its own again.
+func (d *decoder) leave(a *arena) {
+	a.slab, a.box, a.rows = *d.slab, *d.box, *d.rows
+	*d.slab, *d.box, *d.rows = d.own.slab, d.own.box, d.own.rows
+}
 
 // formatOf returns a file's format and compression ("", "gz" or "zst") by
 // its name; forced, when set, overrides the extension's format.

@@ -55,7 +55,8 @@ type lineBlock struct {
 	lines []int64
 	recs  []rawRecord
 	out   []decoded
-	err   error // what ended the reading after these records, if anything
+	arena *arena // what the block's rows are cut from (see arena)
+	err   error  // what ended the reading after these records, if anything
 	done  chan struct{}
 }
 
@@ -84,9 +85,12 @@ func (d *decoder) decodeJSONL(parent context.Context, r io.Reader, emit emitFunc
 	for _, dec := range []*decoder{d, d.twin} {
 		g.Go(func() error {
 			for b := range work {
+				b.arena = d.arenas.get()
+				dec.enter(b.arena)
 				for j, rec := range b.recs {
 					b.out[j] = dec.decodeJSON(rec)
 				}
+				dec.leave(b.arena)
 				close(b.done)
 			}
 			return nil
@@ -104,12 +108,19 @@ func (d *decoder) decodeJSONL(parent context.Context, r io.Reader, emit emitFunc
 			case <-gctx.Done():
 				return gctx.Err()
 			}
+			// The emitted rows are cut from the block's arena: a sink
+			// that keeps one holds the arena (see emitting).
+			d.emitting = b.arena
 			for i, o := range b.out[:len(b.recs)] {
 				if e := emit(b.lines[i], b.recs[i].b, o.row, o.bad); e != nil {
+					d.emitting = nil
 					return e
 				}
 				b.out[i] = decoded{}
 			}
+			d.emitting = nil
+			b.arena.release()
+			b.arena = nil
 			if b.err != nil {
 				return b.err
 			}

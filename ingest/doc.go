@@ -76,6 +76,8 @@
 //   - timestamp.go: the fast path for UTC RFC 3339 timestamps.
 //   - alloc.go: string slabs and boxed values, shared chunks that save an
 //     allocation per field.
+//   - arena.go: a JSON lines block's chunks, reused once its rows are
+//     written or dropped.
 //   - extra.go: the _extra column.
 //   - kafka_source.go: the kafka:// URL and the Kafka run (reading,
 //     decoding into the sinks).

@@ -489,7 +489,7 @@ func (rd *reading) readAll(ctx context.Context, todo []landingFile, excluded map
 					return err // a duplicate is dropped; err fails the run
 				}
 				rows++
-				if err := rd.main.add(ctx, row, len(raw)+1); err != nil {
+				if err := rd.main.add(ctx, row, len(raw)+1, rd.dec.emitting); err != nil {
 					return &writeError{err}
 				}
 				return nil
@@ -503,7 +503,7 @@ func (rd *reading) readAll(ctx context.Context, todo []landingFile, excluded map
 				return nil
 			}
 			q := []any{url, path.Base(f.name) + ":" + strconv.FormatInt(pos, 10), re.reason, append([]byte(nil), raw...), rd.now}
-			if err := rd.quar.add(ctx, q, len(raw)); err != nil {
+			if err := rd.quar.add(ctx, q, len(raw), nil); err != nil {
 				return &writeError{err}
 			}
 			return nil

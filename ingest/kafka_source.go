@@ -572,7 +572,7 @@ func (kr *kafkaRun) record(ctx context.Context, r *kgo.Record, kp *kafkaPart) er
 			return err
 		}
 		kr.rowsOut++
-		return kr.main.add(ctx, row, len(r.Value))
+		return kr.main.add(ctx, row, len(r.Value), nil)
 	}
 	kr.quarantined++
 	if r.Offset < kp.qBase {
@@ -580,5 +580,5 @@ func (kr *kafkaRun) record(ctx context.Context, r *kgo.Record, kp *kafkaPart) er
 	}
 	pos := r.Topic + "/" + strconv.Itoa(int(r.Partition)) + "/" + strconv.FormatInt(r.Offset, 10)
 	q := []any{kr.ks.String(), pos, why.Error(), append([]byte(nil), rec...), kr.now}
-	return kr.quar.add(ctx, q, len(rec))
+	return kr.quar.add(ctx, q, len(rec), nil)
 }

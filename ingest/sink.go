@@ -53,6 +53,10 @@ type sink struct {
 	// its next buffer starts with rather than growing from nothing.
 	hint    map[string]int
 	spilled bool // rows of the current landing file reached a writer
+	// arenas are those the buffered rows were cut from, each held once
+	// (see arena); last is the one held last.
+	arenas []*arena
+	last   *arena
 
 	w       *sinkWriter
 	started bool // w's goroutine runs (or ran)
@@ -69,9 +73,10 @@ type buffered struct {
 // batch is what one hand-off gives the writer: rows by partition. final
 // asks it to finish every open file after writing them.
 type batch struct {
-	parts map[string]*buffered
-	bytes int64 // estimated, of its rows
-	final bool
+	parts  map[string]*buffered
+	arenas []*arena // released once the rows are written
+	bytes  int64    // estimated, of its rows
+	final  bool
 }
 
 // sinkWriter owns the Parquet writers of one sink; after start, only its
@@ -112,11 +117,17 @@ func newSink(t *catalog.Table, m *catalog.Manifest, budget, target int64, codecs
 			batches: make(chan batch, 1), done: make(chan struct{})}}
 }
 
-// add buffers one valid row; rawBytes is its input size.
-func (s *sink) add(ctx context.Context, row []any, rawBytes int) error {
+// add buffers one valid row; rawBytes is its input size. a is the arena
+// the row was cut from, nil if none: the sink holds it until the row is
+// written or dropped.
+func (s *sink) add(ctx context.Context, row []any, rawBytes int, a *arena) error {
 	p, vals, err := s.router.Of(row)
 	if err != nil {
 		return err
+	}
+	if a != nil && a != s.last {
+		a.hold()
+		s.arenas, s.last = append(s.arenas, a), a
 	}
 	b := s.parts[p]
 	if b == nil {
@@ -181,7 +192,8 @@ func (s *sink) write(ctx context.Context) error {
 
 // take returns what is buffered as a batch, and starts buffering afresh.
 func (s *sink) take(final bool) batch {
-	b := batch{parts: s.parts, bytes: s.buffered, final: final}
+	b := batch{parts: s.parts, arenas: s.arenas, bytes: s.buffered, final: final}
+	s.arenas, s.last = nil, nil
 	for p, bp := range s.parts {
 		s.hint[p] = len(bp.rows)
 	}
@@ -233,6 +245,8 @@ func (s *sink) fileDone(ctx context.Context) error {
 func (s *sink) fileFailed() error {
 	clear(s.parts)
 	s.buffered = 0
+	release(s.arenas)
+	s.arenas, s.last = nil, nil
 	if s.spilled {
 		return errRestart
 	}
@@ -276,6 +290,13 @@ func (s *sink) abort(ctx context.Context) {
 // rows. Vacuum removes them if they turn out to be orphans.
 func (s *sink) keep() { s.w.files = nil }
 
+// release drops the sink's hold on each arena.
+func release(arenas []*arena) {
+	for _, a := range arenas {
+		a.release()
+	}
+}
+
 // run writes the batches in order until the queue closes, a final batch
 // is done, one fails, or ctx is cancelled.
 func (w *sinkWriter) run(ctx context.Context) {
@@ -293,7 +314,11 @@ func (w *sinkWriter) run(ctx context.Context) {
 			return
 		}
 		w.queued.Add(-b.bytes)
-		if w.err = w.write(ctx, b); w.err != nil {
+		w.err = w.write(ctx, b)
+		// The writers copied what they keep of the rows: nothing reads
+		// them after write, whatever it returned.
+		release(b.arenas)
+		if w.err != nil {
 			return
 		}
 		if b.final {
