@@ -137,3 +137,23 @@ func benchParquetWriterWrite(b *testing.B, schema catalog.Schema) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(rows)), "ns/row")
 }
+
+// BenchmarkCommitManyPartitions measures a commit adding one file to each
+// of 30 daily partitions (a backfill's, or an ingest's of a month of late
+// events) to a table of 1,000 files on local disk, where every piece
+// written is fsynced with its folder.
+func BenchmarkCommitManyPartitions(b *testing.B) {
+	tbl := benchTable(b, 1000)
+	ctx := context.Background()
+	day0 := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	b.ResetTimer()
+	for b.Loop() {
+		add := make([]catalog.DataFile, 30)
+		for i := range add {
+			add[i] = syntheticFile(day0.AddDate(0, 0, i))
+		}
+		if _, err := tbl.Commit(ctx, catalog.Change{Operation: "append", Add: add, DataChange: true}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

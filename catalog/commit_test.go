@@ -5,14 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/sluice-data/sluice/catalog"
+	"github.com/sluice-data/sluice/cloud"
 	"github.com/sluice-data/sluice/internal/testenv"
 )
 
@@ -521,6 +524,78 @@ func TestCommitStampsAddedFiles(t *testing.T) {
 	for p, f := range livePaths(t, tbl, m) {
 		if !f.AddedAt.Equal(first[p].AddedAt) || f.AddedVersion != v2.Version {
 			t.Errorf("%s after rollback: added %d at %s, want %d at %s", p, f.AddedVersion, f.AddedAt, v2.Version, first[p].AddedAt)
+		}
+	}
+}
+
+// failingPieceStore fails the n-th Put of a piece with errPieceWrite and
+// passes every other call to the store it wraps.
+type failingPieceStore struct {
+	cloud.Store
+	n      int32
+	pieces atomic.Int32
+}
+
+var errPieceWrite = errors.New("injected piece write failure")
+
+func (s *failingPieceStore) Put(ctx context.Context, key string, r io.Reader, size int64, opts cloud.PutOptions) (cloud.ObjectInfo, error) {
+	if strings.Contains(key, "_sluice/pieces/") && s.pieces.Add(1) == s.n {
+		return cloud.ObjectInfo{}, errPieceWrite
+	}
+	return s.Store.Put(ctx, key, r, size, opts)
+}
+
+// A commit touching many partitions writes their pieces concurrently:
+// every file is listed in its own partition, and a piece that fails to be
+// written fails the commit whole, the table left at its version.
+func TestCommitOfManyPartitions(t *testing.T) {
+	ctx := context.Background()
+	loc := t.TempDir()
+	clean, _ := newTable(t, loc)
+	st, err := cloud.Open(ctx, loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flaky := catalog.NewTable(loc, &failingPieceStore{Store: st, n: 7}, catalog.Options{ReadConcurrency: 4, MaxPartitionsPerPage: 8})
+	t.Cleanup(func() { flaky.Close() })
+	day0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	var add []catalog.DataFile
+	for d := range 40 {
+		for range 1 + d%3 {
+			add = append(add, syntheticFile(day0.AddDate(0, 0, d)))
+		}
+	}
+	change := catalog.Change{Operation: "append", Add: add, DataChange: true}
+	if _, err := flaky.Commit(ctx, change); !errors.Is(err, errPieceWrite) {
+		t.Fatalf("Commit with the 7th piece failing: %v; want errPieceWrite", err)
+	}
+	if v, err := clean.LatestVersion(ctx); err != nil || v != 1 {
+		t.Fatalf("latest version %d, %v; want 1, unchanged", v, err)
+	}
+	m, err := flaky.Commit(ctx, change)
+	if err != nil {
+		t.Fatalf("Commit again: %v", err)
+	}
+	live := livePaths(t, clean, m)
+	if len(live) != len(add) {
+		t.Fatalf("%d live files, want %d", len(live), len(add))
+	}
+	for _, f := range add {
+		got, ok := live[f.Path]
+		if !ok || got.Partition != f.Partition || got.Rows != f.Rows {
+			t.Errorf("%s: live %v as %+v; want it in %s with %d rows", f.Path, ok, got.Partition, f.Partition, f.Rows)
+		}
+	}
+	parts, err := clean.Partitions(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(parts) != 40 || len(m.Pages) < 5 {
+		t.Fatalf("%d partitions on %d pages; want 40 on at least 5 (8 a page)", len(parts), len(m.Pages))
+	}
+	for _, p := range parts {
+		if len(p.Pieces) != 1 {
+			t.Errorf("partition %s has %d pieces, want 1", p.Partition, len(p.Pieces))
 		}
 	}
 }

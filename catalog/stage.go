@@ -7,9 +7,11 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
+	"golang.org/x/sync/errgroup"
 )
 
 // staged builds new versions for one change, reusing the pieces it wrote
@@ -23,8 +25,10 @@ type staged struct {
 	removes map[string]map[string]bool
 	// built caches, per partition, the ref written on top of a given base
 	// ref (by its identity), so a rebase rewrites only partitions that
-	// the winner touched too.
-	built map[string]builtRef
+	// the winner touched too. builtMu guards it while prebuild writes
+	// partitions' pieces concurrently.
+	builtMu sync.Mutex
+	built   map[string]builtRef
 }
 
 type builtRef struct {
@@ -197,6 +201,9 @@ func (s *staged) rewritePages(ctx context.Context, next *Manifest, parts []strin
 	}
 	pageIdx := slices.Sorted(maps.Keys(byPage))
 	slices.Reverse(pageIdx)
+	if err := s.prebuild(ctx, next, byPage); err != nil {
+		return err
+	}
 	for _, i := range pageIdx {
 		var refs []PartitionRef
 		if i >= 0 {
@@ -238,12 +245,56 @@ func (s *staged) rewritePages(ctx context.Context, next *Manifest, parts []strin
 	return nil
 }
 
+// prebuild writes the pieces of the touched partitions (parts grouped by
+// the page that holds them, as rewritePages does) concurrently, so that
+// the page loop, which applies them in order, finds each one built. Each
+// piece is a Put of its own (with an fsync of file and folder on local
+// disk, a round trip on an object store): one after another, a commit
+// touching a month of partitions on S3 waited for thirty of them in turn.
+// Pieces are immutable and unnamed until the manifest names them, so the
+// order they land in does not matter; a failed commit leaves the ones
+// written as orphans, as it did one at a time.
+func (s *staged) prebuild(ctx context.Context, next *Manifest, byPage map[int][]string) error {
+	n := 0
+	for _, ps := range byPage {
+		n += len(ps)
+	}
+	if n < 2 {
+		return nil
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(s.t.opts.ReadConcurrency)
+	for i, ps := range byPage {
+		var refs []PartitionRef
+		if i >= 0 {
+			pg, err := s.t.page(ctx, next.Pages[i].Key)
+			if err != nil {
+				_ = g.Wait()
+				return err
+			}
+			refs = pg.Partitions
+		}
+		for _, p := range ps {
+			var baseRef *PartitionRef
+			if j, ok := refIndex(refs, p); ok {
+				baseRef = &refs[j]
+			}
+			g.Go(func() error {
+				_, err := s.partitionRef(gctx, next, p, baseRef)
+				return err
+			})
+		}
+	}
+	return g.Wait()
+}
+
 // partitionRef returns partition p's ref in next, on top of baseRef (nil
 // for a partition new to its page): the one built for an earlier attempt
 // when baseRef is the one it was built on or it rebases onto baseRef, else
 // a new one with its pieces written.
 func (s *staged) partitionRef(ctx context.Context, next *Manifest, p string, baseRef *PartitionRef) (builtRef, error) {
 	id := refID(baseRef)
+	s.builtMu.Lock()
 	b, cached := s.built[p]
 	if cached && b.baseID != id {
 		if ref, rebased := b.rebaseRef(baseRef); rebased {
@@ -253,6 +304,7 @@ func (s *staged) partitionRef(ctx context.Context, next *Manifest, p string, bas
 			cached = false
 		}
 	}
+	s.builtMu.Unlock()
 	if !cached {
 		for i := range s.adds[p] {
 			s.adds[p][i].AddedVersion = next.Version
@@ -262,7 +314,9 @@ func (s *staged) partitionRef(ctx context.Context, next *Manifest, p string, bas
 			return builtRef{}, err
 		}
 		b = builtRef{baseID: id, base: clonePartitionRef(baseRef), ref: ref}
+		s.builtMu.Lock()
 		s.built[p] = b
+		s.builtMu.Unlock()
 	}
 	return b, nil
 }

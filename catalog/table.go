@@ -22,7 +22,7 @@ import (
 // Options tune a Table. The zero value of each field means its default.
 type Options struct {
 	// ReadConcurrency bounds concurrent piece reads when loading a
-	// version's files. Zero: 16.
+	// version's files, and the pieces a commit writes at once. Zero: 16.
 	ReadConcurrency int
 	// MaxPiecesPerPartition: when a partition is listed by more pieces than
 	// this, a commit touching it merges the smallest adjacent ones. Zero: 8.
