@@ -7,7 +7,6 @@ import (
 	"maps"
 	"slices"
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -25,10 +24,9 @@ type staged struct {
 	removes map[string]map[string]bool
 	// built caches, per partition, the ref written on top of a given base
 	// ref (by its identity), so a rebase rewrites only partitions that
-	// the winner touched too. builtMu guards it while prebuild writes
-	// partitions' pieces concurrently.
-	builtMu sync.Mutex
-	built   map[string]builtRef
+	// the winner touched too. Only rewritePages writes it, once the
+	// partitions' refs are built (concurrently, reading it).
+	built map[string]builtRef
 }
 
 type builtRef struct {
@@ -193,36 +191,35 @@ func (c *Change) applyUpdates(next *Manifest) error {
 // parts (sorted), from the last page to the first, so that splicing one
 // page's replacements in does not move the others.
 func (s *staged) rewritePages(ctx context.Context, next *Manifest, parts []string) error {
-	// Group the touched partitions by the page that holds them.
+	// Group the touched partitions by the page that holds them, and find
+	// each one's ref there (nil for a partition new to its page).
 	byPage := map[int][]string{}
-	for _, p := range parts {
+	pageRefs := map[int][]PartitionRef{}
+	bases := make([]*PartitionRef, len(parts))
+	for k, p := range parts {
 		i := next.pageFor(p)
-		byPage[i] = append(byPage[i], p)
-	}
-	pageIdx := slices.Sorted(maps.Keys(byPage))
-	slices.Reverse(pageIdx)
-	if err := s.prebuild(ctx, next, byPage); err != nil {
-		return err
-	}
-	for _, i := range pageIdx {
-		var refs []PartitionRef
-		if i >= 0 {
+		if _, ok := pageRefs[i]; !ok && i >= 0 {
 			pg, err := s.t.page(ctx, next.Pages[i].Key)
 			if err != nil {
 				return err
 			}
-			refs = slices.Clone(pg.Partitions)
+			pageRefs[i] = pg.Partitions
 		}
+		byPage[i] = append(byPage[i], p)
+		if j, ok := refIndex(pageRefs[i], p); ok {
+			bases[k] = &pageRefs[i][j]
+		}
+	}
+	if err := s.buildRefs(ctx, next, parts, bases); err != nil {
+		return err
+	}
+	pageIdx := slices.Sorted(maps.Keys(byPage))
+	slices.Reverse(pageIdx)
+	for _, i := range pageIdx {
+		refs := slices.Clone(pageRefs[i])
 		for _, p := range byPage[i] {
 			j, ok := refIndex(refs, p)
-			var baseRef *PartitionRef
-			if ok {
-				baseRef = &refs[j]
-			}
-			b, err := s.partitionRef(ctx, next, p, baseRef)
-			if err != nil {
-				return err
-			}
+			b := s.built[p]
 			switch {
 			case b.ref == nil && ok:
 				refs = slices.Delete(refs, j, j+1)
@@ -245,66 +242,48 @@ func (s *staged) rewritePages(ctx context.Context, next *Manifest, parts []strin
 	return nil
 }
 
-// prebuild writes the pieces of the touched partitions (parts grouped by
-// the page that holds them, as rewritePages does) concurrently, so that
-// the page loop, which applies them in order, finds each one built. Each
-// piece is a Put of its own (with an fsync of file and folder on local
-// disk, a round trip on an object store): one after another, a commit
-// touching a month of partitions on S3 waited for thirty of them in turn.
-// Pieces are immutable and unnamed until the manifest names them, so the
-// order they land in does not matter; a failed commit leaves the ones
-// written as orphans, as it did one at a time.
-func (s *staged) prebuild(ctx context.Context, next *Manifest, byPage map[int][]string) error {
-	n := 0
-	for _, ps := range byPage {
-		n += len(ps)
-	}
-	if n < 2 {
-		return nil
-	}
+// buildRefs sets s.built[p] to partition p's ref in next on top of
+// bases[k] (see partitionRef), for each parts[k], writing the pieces of
+// several partitions at once. Each piece is a Put of its own (an fsync of
+// file and folder on local disk, a round trip on an object store): one
+// after another, a commit touching a month of partitions waited for
+// thirty of them in turn. Pieces are immutable and unnamed until the
+// manifest names them, so the order they land in does not matter; a
+// failed commit leaves the ones written as orphans.
+func (s *staged) buildRefs(ctx context.Context, next *Manifest, parts []string, bases []*PartitionRef) error {
+	out := make([]builtRef, len(parts))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.t.opts.ReadConcurrency)
-	for i, ps := range byPage {
-		var refs []PartitionRef
-		if i >= 0 {
-			pg, err := s.t.page(ctx, next.Pages[i].Key)
-			if err != nil {
-				_ = g.Wait()
-				return err
-			}
-			refs = pg.Partitions
-		}
-		for _, p := range ps {
-			var baseRef *PartitionRef
-			if j, ok := refIndex(refs, p); ok {
-				baseRef = &refs[j]
-			}
-			g.Go(func() error {
-				_, err := s.partitionRef(gctx, next, p, baseRef)
-				return err
-			})
-		}
+	for k, p := range parts {
+		g.Go(func() (err error) {
+			out[k], err = s.partitionRef(gctx, next, p, bases[k])
+			return err
+		})
 	}
-	return g.Wait()
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	for k, p := range parts {
+		s.built[p] = out[k]
+	}
+	return nil
 }
 
 // partitionRef returns partition p's ref in next, on top of baseRef (nil
 // for a partition new to its page): the one built for an earlier attempt
 // when baseRef is the one it was built on or it rebases onto baseRef, else
-// a new one with its pieces written.
+// a new one with its pieces written. It reads s.built and leaves recording
+// the result to its caller, so that several partitions' run at once.
 func (s *staged) partitionRef(ctx context.Context, next *Manifest, p string, baseRef *PartitionRef) (builtRef, error) {
 	id := refID(baseRef)
-	s.builtMu.Lock()
 	b, cached := s.built[p]
 	if cached && b.baseID != id {
 		if ref, rebased := b.rebaseRef(baseRef); rebased {
 			b = builtRef{baseID: id, base: clonePartitionRef(baseRef), ref: ref}
-			s.built[p] = b
 		} else {
 			cached = false
 		}
 	}
-	s.builtMu.Unlock()
 	if !cached {
 		for i := range s.adds[p] {
 			s.adds[p][i].AddedVersion = next.Version
@@ -314,9 +293,6 @@ func (s *staged) partitionRef(ctx context.Context, next *Manifest, p string, bas
 			return builtRef{}, err
 		}
 		b = builtRef{baseID: id, base: clonePartitionRef(baseRef), ref: ref}
-		s.builtMu.Lock()
-		s.built[p] = b
-		s.builtMu.Unlock()
 	}
 	return b, nil
 }
