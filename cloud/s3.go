@@ -15,6 +15,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -47,11 +48,19 @@ func newS3Store(ctx context.Context, l Location, opts Options) (*s3Store, error)
 	maxAttempts := opts.maxAttempts()
 	loadOpts := []func(*config.LoadOptions) error{
 		// The standard retryer: capped exponential backoff with jitter on
-		// throttling, 5xx, connection errors and timeouts.
+		// throttling, 5xx, connection errors and timeouts; MaxAttempts
+		// and the backoff alone bound the retries. Its client-side retry
+		// quota is off: a bucket of 500 tokens, 14 taken by each retry
+		// and given back only when that retry succeeds, ran dry after
+		// some 35 failed retries over a store's life (a long ingest, a
+		// vacuum of thousands of files, sluice serve for days), and from
+		// then on every request failed at its first error, with attempts
+		// left and no backoff (aws-sdk-go-v2 #3413).
 		config.WithRetryer(func() aws.Retryer {
 			return retry.NewStandard(func(o *retry.StandardOptions) {
 				o.MaxAttempts = maxAttempts
 				o.MaxBackoff = 20 * time.Second
+				o.RateLimiter = ratelimit.None
 			})
 		}),
 	}
