@@ -273,7 +273,7 @@ func (s *staged) buildRefs(ctx context.Context, next *Manifest, parts []string, 
 // for a partition new to its page): the one built for an earlier attempt
 // when baseRef is the one it was built on or it rebases onto baseRef, else
 // a new one with its pieces written. It reads s.built and leaves recording
-// the result to its caller, so that several partitions' run at once.
+// the result to its caller, so that several partitions build at once.
 func (s *staged) partitionRef(ctx context.Context, next *Manifest, p string, baseRef *PartitionRef) (builtRef, error) {
 	id := refID(baseRef)
 	b, cached := s.built[p]
