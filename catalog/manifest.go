@@ -172,7 +172,13 @@ type Manifest struct {
 	CommittedAt time.Time `json:"committed_at"`
 	// CommitID is unique per commit attempt; it tells our own write from a
 	// rival's when an outcome was ambiguous.
-	CommitID  string `json:"commit_id"`
+	CommitID string `json:"commit_id"`
+	// TableID names the table, whatever its location is spelled as: a
+	// random UUID written by the version that created the table and
+	// carried by every later one (a rollback included). A table created
+	// before ids existed gets one at its next commit; until then it is
+	// empty (see Manifest.Identity).
+	TableID   string `json:"table_id,omitempty"`
 	Operation string `json:"operation"`
 	RunID     string `json:"run_id,omitempty"`
 	// RolledBackTo is set by a rollback: the version whose content this one
@@ -209,6 +215,18 @@ func (m *Manifest) TargetFileSize() int64 {
 		return n
 	}
 	return DefaultTargetFileSize
+}
+
+// Identity returns what names the table of m wherever it is read from:
+// its TableID, or, for a table that has not committed since ids existed,
+// "location:" and loc, the table's absolute URL (Table.Identity passes
+// it), so that records keyed by table (the warehouse's sluice_published,
+// an Iceberg mirror) never take one table for another.
+func (m *Manifest) Identity(loc string) string {
+	if m.TableID != "" {
+		return m.TableID
+	}
+	return "location:" + loc
 }
 
 // Totals returns the table's live files, rows and bytes at this version.

@@ -19,6 +19,10 @@ type staged struct {
 	t        *Table
 	c        *Change
 	commitID string
+	// tableID is the id this commit gives a table whose base has none
+	// (a new table, or one created before ids existed); a base's own id
+	// always wins, so a rebase never changes a table's id.
+	tableID string
 	// byPart groups the change's adds and removes by partition.
 	adds    map[string][]DataFile
 	removes map[string]map[string]bool
@@ -54,7 +58,7 @@ func (b builtRef) rebaseRef(cur *PartitionRef) (*PartitionRef, bool) {
 }
 
 func newStaged(t *Table, c *Change) *staged {
-	s := &staged{t: t, c: c, commitID: uuid.NewString(),
+	s := &staged{t: t, c: c, commitID: uuid.NewString(), tableID: uuid.NewString(),
 		adds: map[string][]DataFile{}, removes: map[string]map[string]bool{}, built: map[string]builtRef{}}
 	now := time.Now().UTC()
 	for _, f := range c.Add {
@@ -92,7 +96,10 @@ func refID(ref *PartitionRef) string {
 func (s *staged) build(ctx context.Context, base *Manifest) (*Manifest, error) {
 	c := s.c
 	next := &Manifest{Format: FormatVersion, Version: 1, CommittedAt: time.Now().UTC(),
-		CommitID: s.commitID, Operation: c.Operation, RunID: c.RunID}
+		CommitID: s.commitID, TableID: s.tableID, Operation: c.Operation, RunID: c.RunID}
+	if base != nil && base.TableID != "" {
+		next.TableID = base.TableID
+	}
 	if base != nil {
 		next.Version = base.Version + 1
 		next.Schema = base.Schema

@@ -91,6 +91,12 @@ func NewTable(location string, store cloud.Store, opts Options) *Table {
 // Location returns the location the table was opened with.
 func (t *Table) Location() string { return t.loc }
 
+// Identity returns what names the table at version m, however its
+// location was spelled: m's TableID, or for a table that has not
+// committed since ids existed, its root's absolute URL (see
+// Manifest.Identity).
+func (t *Table) Identity(m *Manifest) string { return m.Identity(t.store.URL("")) }
+
 // Store returns the table's object store.
 func (t *Table) Store() cloud.Store { return t.store }
 
