@@ -34,9 +34,27 @@ func cCompressLevel(dst, src []byte, level int) ([]byte, error) {
 	return out, nil
 }
 
+// cDecompress decompresses into dst's memory whenever the output fits:
+// parquet-go reads a page from the buffer it passed, of the page's
+// uncompressed size, and not from the slice Decode returns (see
+// TestZstdDecodesIntoTheBufferParquetGoGives). ddzstd's Decompress sizes
+// its output by the frame's content size instead, and a frame that does
+// not carry one (klauspost's encoder, which a build without cgo writes
+// with, leaves it out of frames under 256 bytes) got a fresh 1 MB buffer
+// in place of dst: the page then read as dst's stale bytes, and small
+// files written without cgo as corrupt. So dst at its full capacity is
+// tried first, and ddzstd allocates only for an output that outgrows it.
 func cDecompress(dst, src []byte) ([]byte, error) {
 	zc := zstdCtxs.Get().(ddzstd.Ctx)
-	out, err := zc.Decompress(dst[:cap(dst)], src)
-	zstdCtxs.Put(zc)
-	return out, err
+	defer zstdCtxs.Put(zc)
+	if cap(dst) > 0 {
+		n, err := zc.DecompressInto(dst[:cap(dst)], src)
+		if err == nil {
+			return dst[:n], nil
+		}
+		if !ddzstd.IsDstSizeTooSmallError(err) {
+			return dst[:0], err
+		}
+	}
+	return zc.Decompress(nil, src)
 }
