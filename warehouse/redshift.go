@@ -263,21 +263,9 @@ func publishRedshift(ctx context.Context, t *catalog.Table, tgt target, u *url.U
 			return res, nil
 		}
 	}
-	// Load and swap are one transaction: a NAME_new is never a publish's
-	// leftover, and a NAME_old is one only when a publish kept it.
-	newExists, _, err := leftover(ctx, tx, tgt.with("_new"), newMark(tgt))
+	oldKept, err := redshiftLeftovers(ctx, tx, tgt, exists)
 	if err != nil {
 		return res, err
-	}
-	if newExists {
-		return res, taken(tgt.with("_new"), tgt)
-	}
-	oldExists, oldKept, err := leftover(ctx, tx, tgt.with("_old"), oldMark(tgt))
-	if err != nil {
-		return res, err
-	}
-	if exists && oldExists && !oldKept {
-		return res, taken(tgt.with("_old"), tgt)
 	}
 	files, size, err := liveFiles(ctx, t, m)
 	if err != nil {
@@ -353,6 +341,27 @@ func redshiftRecords(ctx context.Context, tx pgx.Tx, tgt target) error {
 		}
 	}
 	return nil
+}
+
+// redshiftLeftovers refuses someone's NAME_new or NAME_old: load and
+// swap are one transaction, so a NAME_new is never a publish's leftover,
+// and a NAME_old is one only when a publish kept it (oldKept).
+func redshiftLeftovers(ctx context.Context, tx pgx.Tx, tgt target, exists bool) (oldKept bool, err error) {
+	newExists, _, err := leftover(ctx, tx, tgt.with("_new"), newMark(tgt))
+	if err != nil {
+		return false, err
+	}
+	if newExists {
+		return false, taken(tgt.with("_new"), tgt)
+	}
+	oldExists, oldKept, err := leftover(ctx, tx, tgt.with("_old"), oldMark(tgt))
+	if err != nil {
+		return false, err
+	}
+	if exists && oldExists && !oldKept {
+		return false, taken(tgt.with("_old"), tgt)
+	}
+	return oldKept, nil
 }
 
 // redshiftTarget tells whether tgt exists, failing with ErrNotATable when
