@@ -47,11 +47,12 @@ func publishPostgres(ctx context.Context, t *catalog.Table, tgt target, o Option
 	}
 	defer release()
 
-	if err := checkTarget(ctx, conn, tgt); err != nil {
+	oid, err := checkTarget(ctx, conn, tgt)
+	if err != nil {
 		return res, err
 	}
 	if !o.Force {
-		done, err := alreadyPublished(ctx, conn, tgt, t.Location(), m.Version)
+		done, err := alreadyPublished(ctx, conn, tgt, t.Identity(m), m.Version)
 		if err != nil {
 			return res, err
 		}
@@ -61,13 +62,22 @@ func publishPostgres(ctx context.Context, t *catalog.Table, tgt target, o Option
 			return res, nil
 		}
 	}
+	// Before anything is loaded: what NAME carries that the swap cannot
+	// carry, and a NAME_new or NAME_old that is not sluice's to drop.
+	if err := checkLeftovers(ctx, conn, tgt, oid != 0); err != nil {
+		return res, err
+	}
+	plan, err := planCarry(ctx, conn, tgt, oid, columnNames(schema), o.DropDependents)
+	if err != nil {
+		return res, err
+	}
 	files, size, err := liveFiles(ctx, t, m)
 	if err != nil {
 		return res, err
 	}
 	res.Bytes = size
 	began := time.Now()
-	if res.Rows, err = load(ctx, conn, t, m, schema, files, tgt, cols, o.Progress); err != nil {
+	if res.Rows, err = load(ctx, conn, t, m, schema, files, tgt, cols, plan, o); err != nil {
 		return res, err
 	}
 	log.Info("loaded", "table", tgt.with("_new").String(), "rows", res.Rows, "bytes", res.Bytes, "seconds", time.Since(began).Seconds())
@@ -75,12 +85,20 @@ func publishPostgres(ctx context.Context, t *catalog.Table, tgt target, o Option
 		return res, fmt.Errorf("analyze %s: %w", tgt.with("_new"), err)
 	}
 	log.Info("analyzed: swapping", "table", tgt.with("_new").String())
-	rec := record{location: t.Location(), version: m.Version, rows: res.Rows, run: o.RunID}
-	if res.LockWait, res.Attempts, err = swap(ctx, conn, tgt, rec, o, log); err != nil {
+	rec := newRecord(t, m, res.Rows, o.RunID)
+	if res.LockWait, res.Attempts, err = swap(ctx, conn, tgt, rec, plan, o, log); err != nil {
 		return res, err
 	}
 	log.Info("swapped", "lock_wait", res.LockWait, "attempts", res.Attempts)
 	return res, nil
+}
+
+func columnNames(schema catalog.Schema) []string {
+	names := make([]string, len(schema.Columns))
+	for i, c := range schema.Columns {
+		names[i] = c.Name
+	}
+	return names
 }
 
 // connect opens one connection to url. pgx reads the password from the
@@ -133,20 +151,22 @@ func advisoryLock(ctx context.Context, conn *pgx.Conn, tgt target, log interface
 }
 
 // checkTarget fails with ErrNotATable when tgt names something that is
-// not an ordinary table, before anything is created.
-func checkTarget(ctx context.Context, conn *pgx.Conn, tgt target) error {
+// not an ordinary table, before anything is created; it returns the
+// table's oid, 0 when there is none.
+func checkTarget(ctx context.Context, conn *pgx.Conn, tgt target) (uint32, error) {
 	var kind string
-	err := conn.QueryRow(ctx, `SELECT c.relkind::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-		WHERE n.nspname = $1 AND c.relname = $2`, tgt.schema, tgt.name).Scan(&kind)
+	var oid uint32
+	err := conn.QueryRow(ctx, `SELECT c.relkind::text, c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = $1 AND c.relname = $2`, tgt.schema, tgt.name).Scan(&kind, &oid)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return nil
+		return 0, nil
 	case err != nil:
-		return fmt.Errorf("look up %s: %w", tgt, err)
+		return 0, fmt.Errorf("look up %s: %w", tgt, err)
 	case kind != "r":
-		return fmt.Errorf("%s is a %s: %w (sluice replaces only a table it can rename)", tgt, relkindName(kind), ErrNotATable)
+		return 0, fmt.Errorf("%s is a %s: %w (sluice replaces only a table it can rename)", tgt, relkindName(kind), ErrNotATable)
 	}
-	return nil
+	return oid, nil
 }
 
 func relkindName(k string) string {
@@ -167,39 +187,60 @@ func relkindName(k string) string {
 	return "relation of kind " + k
 }
 
-// load rebuilds NAME_new (dropping a stale one from a dead run) and fills
-// it with binary COPY, in one transaction: a load that dies leaves
-// nothing. It returns the rows loaded, which must be the version's.
+// load rebuilds NAME_new (dropping a stale one of a dead publish),
+// marked as a publish's own, tries on it what plan carries, fills it with
+// binary COPY, then builds NAME's indexes and constraints on it, in one
+// transaction: a load that dies leaves nothing. It returns the rows
+// loaded, which must be the version's.
 func load(ctx context.Context, conn *pgx.Conn, t *catalog.Table, m *catalog.Manifest, schema catalog.Schema, files []catalog.DataFile,
-	tgt target, cols string, progress func(done, total int64)) (int64, error) {
+	tgt target, cols string, plan *carryPlan, o Options) (int64, error) {
 	newT := tgt.with("_new")
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("begin load: %w", err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	if _, err := tx.Exec(ctx, "DROP TABLE IF EXISTS "+newT.sql()); err != nil {
-		return 0, fmt.Errorf("drop stale %s: %w", newT, err)
+	exists, ours, err := leftover(ctx, tx, newT, newMark(tgt))
+	if err != nil {
+		return 0, err
 	}
-	if _, err := tx.Exec(ctx, "CREATE TABLE "+newT.sql()+" ("+cols+")"); err != nil {
+	if exists && !ours {
+		return 0, taken(newT, tgt)
+	}
+	if exists {
+		if err := execOne(ctx, tx, "DROP TABLE "+newT.sql()); err != nil {
+			return 0, fmt.Errorf("drop stale %s: %w", newT, err)
+		}
+	}
+	if err := execOne(ctx, tx, "CREATE TABLE "+newT.sql()+" ("+cols+")"); err != nil {
 		return 0, fmt.Errorf("create %s: %w", newT, err)
 	}
-	names := make([]string, len(schema.Columns))
-	for i, c := range schema.Columns {
-		names[i] = c.Name
+	if err := execFormat(ctx, tx, "COMMENT ON TABLE %I.%I IS %L", newT.schema, newT.name, newMark(tgt)); err != nil {
+		return 0, fmt.Errorf("mark %s: %w", newT, err)
+	}
+	if err := tx.QueryRow(ctx, "SELECT to_regclass($1)::oid", newT.sql()).Scan(&plan.newOID); err != nil {
+		return 0, fmt.Errorf("look up %s: %w", newT, err)
+	}
+	if err := plan.dryRun(ctx, tx, tgt, o.DropDependents); err != nil {
+		return 0, err
 	}
 	src := newRowSource(ctx, t, schema, files, pgConverters(schema))
 	defer src.close()
 	var counted copySource = src
-	if progress != nil {
-		counted = &progressSource{rowSource: src, total: m.Rows, fn: progress}
+	if o.Progress != nil {
+		counted = &progressSource{rowSource: src, total: m.Rows, fn: o.Progress}
 	}
-	n, err := tx.CopyFrom(ctx, pgx.Identifier{newT.schema, newT.name}, names, counted)
+	n, err := tx.CopyFrom(ctx, pgx.Identifier{newT.schema, newT.name}, columnNames(schema), counted)
 	if err != nil {
 		return 0, fmt.Errorf("copy into %s: %w", newT, err)
 	}
 	if n != m.Rows {
 		return 0, fmt.Errorf("copy into %s: %d rows, version %d has %d: %w", newT, n, m.Version, m.Rows, ErrRowCount)
+	}
+	// Built after the rows, as a restore does: faster than row by row,
+	// and before the swap, which stays short.
+	if err := plan.runSteps(ctx, tx, plan.structureSteps(tgt)); err != nil {
+		return 0, err
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return 0, fmt.Errorf("commit load of %s: %w", newT, err)

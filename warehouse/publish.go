@@ -29,6 +29,12 @@ type Options struct {
 	KeepOld bool
 	// Force reloads a version already published.
 	Force bool
+	// DropDependents lets a publish leave behind what it cannot carry to
+	// the new table (triggers, rules, foreign keys of other tables that
+	// reference NAME, materialized views on it, an owner the publishing
+	// role may not set...: see the package doc), dropped with the old
+	// table, instead of refusing before the load, naming each.
+	DropDependents bool
 	// LockTimeout bounds each attempt to take the swap's locks (the
 	// transaction's lock_timeout); zero means DefaultLockTimeout.
 	LockTimeout time.Duration
@@ -68,6 +74,11 @@ type Result struct {
 	Attempts int
 	// Seconds is the publish's wall time.
 	Seconds float64
+}
+
+// newRecord is the sluice_published record of rows of version m of t.
+func newRecord(t *catalog.Table, m *catalog.Manifest, rows int64, run string) record {
+	return record{identity: t.Identity(m), location: t.Store().URL(""), version: m.Version, rows: rows, run: run}
 }
 
 // Publish loads the latest version of t into the warehouse o.To as o.As

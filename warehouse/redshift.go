@@ -97,34 +97,61 @@ func encodeManifest(entries []manifestEntry) ([]byte, error) {
 }
 
 // redshiftPlan is the statements of a Redshift publish, all in one
-// transaction: the first group before the COPY (records table, its lock
-// serialising publishes, NAME_new rebuilt), the COPY, then the swap.
-// exists says whether NAME is there to rename.
+// transaction: the first group before the COPY (NAME_new created), the
+// COPY, then the swap.
 type redshiftPlan struct {
 	before []string
 	copy   string
 	swap   []string
 }
 
-func planRedshift(tgt target, cols, manifestURL, iamRole string, exists, keepOld bool) redshiftPlan {
+// plainLiteral is s as a SQL string literal, for the statements Redshift
+// takes no bind parameters in (COPY, COMMENT): s must hold no quote, no
+// backslash (an escape in Redshift's literals) and no control character,
+// so that no reading of the literal can end it early; anything else is
+// refused, never quoted by hand.
+func plainLiteral(what, s string) (string, error) {
+	if i := strings.IndexFunc(s, func(r rune) bool { return r == '\'' || r == '\\' || r < 0x20 || r == 0x7f }); i >= 0 {
+		return "", fmt.Errorf("%s %q: holds %q, which sluice will not put in a Redshift statement", what, s, s[i:i+1])
+	}
+	return "'" + s + "'", nil
+}
+
+// planRedshift is the plan of publishing into tgt; exists says whether
+// NAME is there to rename, oldKept whether a NAME_old kept by an earlier
+// publish is there to drop.
+func planRedshift(tgt target, cols, manifestURL, iamRole string, exists, oldKept, keepOld bool) (redshiftPlan, error) {
 	newT, oldT := tgt.with("_new"), tgt.with("_old")
-	lit := func(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+	from, err := plainLiteral("the COPY manifest", manifestURL)
+	if err != nil {
+		return redshiftPlan{}, err
+	}
+	role, err := plainLiteral("--iam-role", iamRole)
+	if err != nil {
+		return redshiftPlan{}, err
+	}
 	p := redshiftPlan{
-		before: []string{
-			"DROP TABLE IF EXISTS " + newT.sql(),
-			"CREATE TABLE " + newT.sql() + " (" + cols + ")",
-		},
-		copy: "COPY " + newT.sql() + " FROM " + lit(manifestURL) + " IAM_ROLE " + lit(iamRole) + " FORMAT AS PARQUET MANIFEST",
+		before: []string{"CREATE TABLE " + newT.sql() + " (" + cols + ")"},
+		copy:   "COPY " + newT.sql() + " FROM " + from + " IAM_ROLE " + role + " FORMAT AS PARQUET MANIFEST",
+	}
+	if exists && oldKept {
+		p.swap = append(p.swap, "DROP TABLE "+oldT.sql())
 	}
 	if exists {
-		p.swap = append(p.swap, "DROP TABLE IF EXISTS "+oldT.sql(),
-			"ALTER TABLE "+tgt.sql()+" RENAME TO "+pgx.Identifier{oldT.name}.Sanitize())
+		p.swap = append(p.swap, "ALTER TABLE "+tgt.sql()+" RENAME TO "+pgx.Identifier{oldT.name}.Sanitize())
 	}
 	p.swap = append(p.swap, "ALTER TABLE "+newT.sql()+" RENAME TO "+pgx.Identifier{tgt.name}.Sanitize())
 	if exists && !keepOld {
 		p.swap = append(p.swap, "DROP TABLE "+oldT.sql())
 	}
-	return p
+	if exists && keepOld {
+		mark, err := plainLiteral("the mark of "+oldT.String(), oldMark(tgt))
+		if err != nil {
+			return redshiftPlan{}, err
+		}
+		p.swap = append(p.swap, "COMMENT ON TABLE "+oldT.sql()+" IS "+mark)
+	}
+	return p, nil
 }
 
 // redshiftRecordTable creates and locks sluice_published: Redshift has
@@ -133,16 +160,25 @@ func planRedshift(tgt target, cols, manifestURL, iamRole string, exists, keepOld
 func redshiftRecordTable(tgt target) []string {
 	return []string{
 		"CREATE TABLE IF NOT EXISTS " + recordsOf(tgt) + ` ("target" VARCHAR(127) NOT NULL, "location" VARCHAR(65535) NOT NULL, ` +
-			`"version" BIGINT NOT NULL, "rows" BIGINT NOT NULL, "run" VARCHAR(256) NOT NULL, "published_at" TIMESTAMPTZ NOT NULL)`,
+			`"version" BIGINT NOT NULL, "rows" BIGINT NOT NULL, "run" VARCHAR(256) NOT NULL, "published_at" TIMESTAMPTZ NOT NULL, ` +
+			`"identity" VARCHAR(65535))`,
 		"LOCK " + recordsOf(tgt),
 	}
+}
+
+// redshiftIdentityColumn is the query telling whether sluice_published
+// has its identity column, and the statement giving one to the records
+// of an older sluice.
+func redshiftIdentityColumn(tgt target) (query, add string) {
+	return `SELECT count(*) FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 AND column_name = 'identity'`,
+		"ALTER TABLE " + recordsOf(tgt) + ` ADD COLUMN "identity" VARCHAR(65535)`
 }
 
 // redshiftRecord is the statements that record a publish: Redshift has
 // no ON CONFLICT, so a delete and an insert.
 func redshiftRecord(tgt target) (del, ins string) {
 	return "DELETE FROM " + recordsOf(tgt) + ` WHERE "target" = $1`,
-		"INSERT INTO " + recordsOf(tgt) + ` ("target", "location", "version", "rows", "run", "published_at") VALUES ($1, $2, $3, $4, $5, $6)`
+		"INSERT INTO " + recordsOf(tgt) + ` ("target", "identity", "location", "version", "rows", "run", "published_at") VALUES ($1, $2, $3, $4, $5, $6, $7)`
 }
 
 // redshiftLoader runs the COPY of plan inside tx; Redshift's is the
@@ -207,27 +243,29 @@ func publishRedshift(ctx context.Context, t *catalog.Table, tgt target, u *url.U
 		return res, fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	for _, s := range redshiftRecordTable(tgt) {
-		if _, err := tx.Exec(ctx, s); err != nil {
-			return res, fmt.Errorf("%s: %w", publishedTable, err)
-		}
+	if err := redshiftRecords(ctx, tx, tgt); err != nil {
+		return res, err
 	}
 	exists, err := redshiftTarget(ctx, tx, tgt)
 	if err != nil {
 		return res, err
 	}
 	if !o.Force && exists {
-		var loc string
+		var id *string
 		var v int64
-		err := tx.QueryRow(ctx, `SELECT "location", "version" FROM `+recordsOf(tgt)+` WHERE "target" = $1`, tgt.name).Scan(&loc, &v)
+		err := tx.QueryRow(ctx, `SELECT "identity", "version" FROM `+recordsOf(tgt)+` WHERE "target" = $1`, tgt.name).Scan(&id, &v)
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return res, fmt.Errorf("read %s: %w", publishedTable, err)
 		}
-		if err == nil && loc == t.Location() && v == m.Version {
+		if err == nil && id != nil && *id == t.Identity(m) && v == m.Version {
 			res.Unchanged = true
 			log.Info("version already published: nothing to do")
 			return res, nil
 		}
+	}
+	oldKept, err := redshiftLeftovers(ctx, tx, tgt, exists)
+	if err != nil {
+		return res, err
 	}
 	files, size, err := liveFiles(ctx, t, m)
 	if err != nil {
@@ -242,7 +280,10 @@ func publishRedshift(ctx context.Context, t *catalog.Table, tgt target, u *url.U
 	if _, err := t.Store().Put(ctx, key, bytes.NewReader(body), int64(len(body)), cloud.PutOptions{}); err != nil {
 		return res, fmt.Errorf("write the COPY manifest: %w", err)
 	}
-	p := planRedshift(tgt, cols, t.Store().URL(key), o.IAMRole, exists, o.KeepOld)
+	p, err := planRedshift(tgt, cols, t.Store().URL(key), o.IAMRole, exists, oldKept, o.KeepOld)
+	if err != nil {
+		return res, err
+	}
 	for _, s := range p.before {
 		if _, err := tx.Exec(ctx, s); err != nil {
 			return res, fmt.Errorf("%s: %w", s, err)
@@ -266,7 +307,7 @@ func publishRedshift(ctx context.Context, t *catalog.Table, tgt target, u *url.U
 	}
 	del, ins := redshiftRecord(tgt)
 	for _, s := range []string{del, ins} {
-		args := []any{tgt.name, t.Location(), m.Version, res.Rows, o.RunID, time.Now().UTC()}
+		args := []any{tgt.name, t.Identity(m), t.Store().URL(""), m.Version, res.Rows, o.RunID, time.Now().UTC()}
 		if s == del {
 			args = args[:1]
 		}
@@ -279,6 +320,48 @@ func publishRedshift(ctx context.Context, t *catalog.Table, tgt target, u *url.U
 	}
 	log.Info("swapped", "rows", res.Rows)
 	return res, nil
+}
+
+// redshiftRecords creates and locks sluice_published, giving the records
+// of an older sluice their identity column.
+func redshiftRecords(ctx context.Context, tx pgx.Tx, tgt target) error {
+	for _, s := range redshiftRecordTable(tgt) {
+		if _, err := tx.Exec(ctx, s); err != nil {
+			return fmt.Errorf("%s: %w", publishedTable, err)
+		}
+	}
+	query, add := redshiftIdentityColumn(tgt)
+	var n int
+	if err := tx.QueryRow(ctx, query, tgt.schema, publishedTable).Scan(&n); err != nil {
+		return fmt.Errorf("read %s: %w", publishedTable, err)
+	}
+	if n == 0 {
+		if _, err := tx.Exec(ctx, add); err != nil {
+			return fmt.Errorf("add the identity column to %s: %w", publishedTable, err)
+		}
+	}
+	return nil
+}
+
+// redshiftLeftovers refuses someone's NAME_new or NAME_old: load and
+// swap are one transaction, so a NAME_new is never a publish's leftover,
+// and a NAME_old is one only when a publish kept it (oldKept).
+func redshiftLeftovers(ctx context.Context, tx pgx.Tx, tgt target, exists bool) (oldKept bool, err error) {
+	newExists, _, err := leftover(ctx, tx, tgt.with("_new"), newMark(tgt))
+	if err != nil {
+		return false, err
+	}
+	if newExists {
+		return false, taken(tgt.with("_new"), tgt)
+	}
+	oldExists, oldKept, err := leftover(ctx, tx, tgt.with("_old"), oldMark(tgt))
+	if err != nil {
+		return false, err
+	}
+	if exists && oldExists && !oldKept {
+		return false, taken(tgt.with("_old"), tgt)
+	}
+	return oldKept, nil
 }
 
 // redshiftTarget tells whether tgt exists, failing with ErrNotATable when

@@ -58,13 +58,22 @@ func TestRedshiftStatementsGolden(t *testing.T) {
 	tgt := target{schema: "mart", name: "events"}
 	const manifest = "s3://lake/events/_sluice_publish/redshift-mart.events-v7.manifest"
 	var out strings.Builder
+	query, add := redshiftIdentityColumn(tgt)
 	for _, c := range []struct {
-		title           string
-		exists, keepOld bool
-	}{{"first publish", false, false}, {"replacing NAME", true, false}, {"replacing NAME, --keep-old", true, true}} {
-		p := planRedshift(tgt, cols, manifest, redshiftRole, c.exists, c.keepOld)
+		title                    string
+		exists, oldKept, keepOld bool
+	}{{"first publish", false, false, false}, {"replacing NAME", true, false, false}, {"replacing NAME, --keep-old", true, false, true},
+		{"replacing NAME and the NAME_old an earlier --keep-old kept", true, true, false}} {
+		p, err := planRedshift(tgt, cols, manifest, redshiftRole, c.exists, c.oldKept, c.keepOld)
+		if err != nil {
+			t.Fatal(err)
+		}
 		out.WriteString("-- " + c.title + "\nBEGIN;\n")
-		for _, s := range slices.Concat(redshiftRecordTable(tgt), p.before, []string{p.copy}, p.swap) {
+		for _, s := range redshiftRecordTable(tgt) {
+			out.WriteString(s + ";\n")
+		}
+		out.WriteString(query + ";\n-- when it counts none, records of an older sluice:\n" + add + ";\n")
+		for _, s := range slices.Concat(p.before, []string{p.copy}, p.swap) {
 			out.WriteString(s + ";\n")
 		}
 		del, ins := redshiftRecord(tgt)
@@ -215,6 +224,48 @@ func TestRedshiftPublishOnPostgres(t *testing.T) {
 	}
 	if n := count(t, conn, "SELECT count(*) FROM pg_class WHERE relname IN ('events_new', 'events_old')"); n != 0 {
 		t.Fatalf("%d of events_new/_old left behind", n)
+	}
+	m, err := tbl.Latest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, conn, "SELECT count(*) FROM sluice_published WHERE identity = $1", tbl.Identity(m)); n != 1 {
+		t.Fatal("sluice_published does not record the table's identity")
+	}
+
+	// The events_old a publish kept is the next one's to drop; someone's
+	// events_new or events_old is refused and left as it is.
+	appendRows(t, tbl, xRows7(150, 1))
+	publish(Options{KeepOld: true})
+	appendRows(t, tbl, xRows7(151, 1))
+	if res := publish(Options{}); res.Rows != 152 {
+		t.Fatalf("publish after --keep-old: %+v", res)
+	}
+	for _, name := range []string{"events_new", "events_old"} {
+		execAll(t, conn, "CREATE TABLE "+name+" (mine int)")
+		u := mustURL(t, to)
+		_, err := publishRedshift(ctx, tbl, target{name: "events"}, u, Options{To: to, IAMRole: redshiftRole, Logger: discard, Force: true}, copyFromManifest(t, tbl))
+		if !errors.Is(err, ErrTaken) || !strings.Contains(err.Error(), "public."+name+" ") {
+			t.Fatalf("publish beside someone's %s: %v, want ErrTaken naming it", name, err)
+		}
+		execAll(t, conn, "DROP TABLE "+name)
+	}
+}
+
+// TestRedshiftLiteralsArePlain: COPY and COMMENT take no bind
+// parameters, so the manifest's URL (which holds the table's location,
+// the user's) and the role go into SQL text only when they hold no
+// quote, no backslash and no control character; anything else is
+// refused, never quoted by hand.
+func TestRedshiftLiteralsArePlain(t *testing.T) {
+	tgt := target{schema: "mart", name: "events"}
+	for _, bad := range []string{`s3://lake/it's/_sluice_publish/m`, `s3://lake/a\'; DROP TABLE x; --/m`, "s3://lake/a\nb/m"} {
+		if _, err := planRedshift(tgt, `"x" BIGINT`, bad, redshiftRole, true, false, true); err == nil || strings.Contains(err.Error(), "\n") {
+			t.Errorf("manifest URL %q: %v, want a one-line refusal", bad, err)
+		}
+	}
+	if _, err := planRedshift(tgt, `"x" BIGINT`, "s3://lake/events/m", redshiftRole+`\`, false, false, false); err == nil {
+		t.Error("a role ending in a backslash was taken")
 	}
 }
 

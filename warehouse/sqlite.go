@@ -89,7 +89,7 @@ func publishSQLite(ctx context.Context, t *catalog.Table, tgt target, path strin
 		return res, err
 	}
 	if !o.Force {
-		done, err := sqliteAlreadyPublished(ctx, conn, tgt, t.Location(), m.Version)
+		done, err := sqliteAlreadyPublished(ctx, conn, tgt, t.Identity(m), m.Version)
 		if err != nil {
 			return res, err
 		}
@@ -98,6 +98,9 @@ func publishSQLite(ctx context.Context, t *catalog.Table, tgt target, path strin
 			log.Info("version already published: nothing to do")
 			return res, nil
 		}
+	}
+	if err := sqliteCheckLeftovers(ctx, conn, tgt, o.DropDependents); err != nil {
+		return res, err
 	}
 	files, size, err := liveFiles(ctx, t, m)
 	if err != nil {
@@ -109,7 +112,7 @@ func publishSQLite(ctx context.Context, t *catalog.Table, tgt target, path strin
 		return res, err
 	}
 	log.Info("loaded", "table", tgt.with("_new").String(), "rows", res.Rows, "bytes", res.Bytes, "seconds", time.Since(began).Seconds())
-	rec := record{location: t.Location(), version: m.Version, rows: res.Rows, run: o.RunID}
+	rec := newRecord(t, m, res.Rows, o.RunID)
 	if err := sqliteSwap(ctx, conn, tgt, rec, o.KeepOld); err != nil {
 		return res, err
 	}
@@ -196,35 +199,79 @@ func sqliteCheckTarget(ctx context.Context, conn *sql.Conn, tgt target) error {
 }
 
 // sqliteAlreadyPublished is alreadyPublished in SQLite.
-func sqliteAlreadyPublished(ctx context.Context, conn *sql.Conn, tgt target, location string, version int64) (bool, error) {
-	var n int
-	if err := conn.QueryRowContext(ctx, "SELECT count(*) FROM main.sqlite_master WHERE type = 'table' AND name IN (?, ?)",
-		publishedTable, tgt.name).Scan(&n); err != nil {
+func sqliteAlreadyPublished(ctx context.Context, conn *sql.Conn, tgt target, identity string, version int64) (bool, error) {
+	var n, hasIdentity int
+	if err := conn.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM main.sqlite_master WHERE type = 'table' AND name IN (?, ?)),
+		(SELECT count(*) FROM pragma_table_info(?) WHERE name = 'identity')`, publishedTable, tgt.name, publishedTable).Scan(&n, &hasIdentity); err != nil {
 		return false, fmt.Errorf("read %s: %w", publishedTable, sqliteErr(err))
 	}
-	if n < 2 { // never published here, or the table was dropped
+	if n < 2 || hasIdentity == 0 { // never published here, the table dropped, or records without identity
 		return false, nil
 	}
-	var loc string
+	var id sql.NullString
 	var v int64
-	err := conn.QueryRowContext(ctx, "SELECT location, version FROM "+recordsOf(tgt)+" WHERE target = ?", tgt.name).Scan(&loc, &v)
+	err := conn.QueryRowContext(ctx, "SELECT identity, version FROM "+recordsOf(tgt)+" WHERE target = ?", tgt.name).Scan(&id, &v)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return false, nil
 	case err != nil:
 		return false, fmt.Errorf("read %s: %w", publishedTable, sqliteErr(err))
 	}
-	return loc == location && v == version, nil
+	return id.Valid && id.String == identity && v == version, nil
 }
 
-// sqliteLoad rebuilds NAME_new (dropping a stale one) and inserts the
+// keptMark is the name of the trigger, a no-op, that marks a NAME_old
+// kept by KeepOld as a publish's own: SQLite tables have no comments, and
+// a trigger goes wherever its table goes and is dropped with it.
+func keptMark(tgt target) string { return "sluice_kept_" + tgt.name + "_old" }
+
+// sqliteCheckLeftovers refuses, before the load, a NAME_new (a SQLite
+// publish loads and swaps in one transaction, so it never leaves one: any
+// is someone's), a NAME_old that no publish kept, and indexes and
+// triggers on NAME, which the swap does not carry (left behind with
+// dropDependents).
+func sqliteCheckLeftovers(ctx context.Context, conn *sql.Conn, tgt target, dropDependents bool) error {
+	rows, err := conn.QueryContext(ctx, `SELECT m.name, m.type, m.tbl_name,
+		EXISTS (SELECT 1 FROM main.sqlite_master k WHERE k.type = 'trigger' AND k.name = ? AND k.tbl_name = m.name)
+		FROM main.sqlite_master m WHERE m.name IN (? COLLATE NOCASE, ? COLLATE NOCASE)
+		   OR (m.tbl_name = ? COLLATE NOCASE AND m.type IN ('index', 'trigger') AND m.sql IS NOT NULL)
+		ORDER BY m.name`, keptMark(tgt), tgt.with("_new").name, tgt.with("_old").name, tgt.name)
+	if err != nil {
+		return fmt.Errorf("look up %s: %w", tgt, sqliteErr(err))
+	}
+	defer rows.Close()
+	var stuck []string
+	for rows.Next() {
+		var name, kind, table string
+		var kept bool
+		if err := rows.Scan(&name, &kind, &table, &kept); err != nil {
+			return fmt.Errorf("look up %s: %w", tgt, sqliteErr(err))
+		}
+		switch {
+		case strings.EqualFold(name, tgt.with("_new").name):
+			return taken(tgt.with("_new"), tgt)
+		case strings.EqualFold(name, tgt.with("_old").name):
+			if !kept {
+				return taken(tgt.with("_old"), tgt)
+			}
+		case !dropDependents:
+			stuck = append(stuck, kind+" "+name)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("look up %s: %w", tgt, sqliteErr(err))
+	}
+	if len(stuck) > 0 {
+		return refuse(tgt, stuck, false)
+	}
+	return nil
+}
+
+// sqliteLoad creates NAME_new and inserts the
 // version's rows into it, in the caller's transaction.
 func sqliteLoad(ctx context.Context, conn *sql.Conn, t *catalog.Table, m *catalog.Manifest, schema catalog.Schema, files []catalog.DataFile,
 	tgt target, cols string, progress func(done, total int64)) (int64, error) {
 	newT := tgt.with("_new")
-	if _, err := conn.ExecContext(ctx, "DROP TABLE IF EXISTS "+newT.sql()); err != nil {
-		return 0, fmt.Errorf("drop stale %s: %w", newT, sqliteErr(err))
-	}
 	if _, err := conn.ExecContext(ctx, "CREATE TABLE "+newT.sql()+" ("+cols+")"); err != nil {
 		return 0, fmt.Errorf("create %s: %w", newT, sqliteErr(err))
 	}
@@ -260,8 +307,9 @@ func sqliteLoad(ctx context.Context, conn *sql.Conn, t *catalog.Table, m *catalo
 }
 
 // sqliteSwap renames NAME to NAME_old and NAME_new to NAME, drops
-// NAME_old unless keepOld, and records the version, in the caller's
-// transaction.
+// NAME_old unless keepOld (then marks it as kept), having dropped a
+// NAME_old an earlier publish kept, and records the version, in the
+// caller's transaction.
 func sqliteSwap(ctx context.Context, conn *sql.Conn, tgt target, rec record, keepOld bool) error {
 	newT, oldT := tgt.with("_new"), tgt.with("_old")
 	var n int
@@ -270,25 +318,40 @@ func sqliteSwap(ctx context.Context, conn *sql.Conn, tgt target, rec record, kee
 	}
 	stmts := []string{}
 	if n > 0 {
+		// A NAME_old here is one a publish kept: sqliteCheckLeftovers
+		// refused any other, in this transaction.
 		stmts = append(stmts, "DROP TABLE IF EXISTS "+oldT.sql(),
 			"ALTER TABLE "+tgt.sql()+" RENAME TO "+pgx.Identifier{oldT.name}.Sanitize())
 	}
 	stmts = append(stmts, "ALTER TABLE "+newT.sql()+" RENAME TO "+pgx.Identifier{tgt.name}.Sanitize())
+	if n > 0 && keepOld {
+		stmts = append(stmts, "CREATE TRIGGER "+pgx.Identifier{"main", keptMark(tgt)}.Sanitize()+" BEFORE DELETE ON "+
+			pgx.Identifier{oldT.name}.Sanitize()+" WHEN 0 BEGIN SELECT 1; END")
+	}
 	if n > 0 && !keepOld {
 		stmts = append(stmts, "DROP TABLE "+oldT.sql())
 	}
 	stmts = append(stmts, "CREATE TABLE IF NOT EXISTS "+recordsOf(tgt)+` (
 		target TEXT PRIMARY KEY, location TEXT NOT NULL, version INTEGER NOT NULL,
-		rows INTEGER NOT NULL, run TEXT NOT NULL, published_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')))`)
+		rows INTEGER NOT NULL, run TEXT NOT NULL, published_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')), identity TEXT)`)
 	for _, s := range stmts {
 		if _, err := conn.ExecContext(ctx, s); err != nil {
 			return fmt.Errorf("swap: %s: %w", s, sqliteErr(err))
 		}
 	}
-	_, err := conn.ExecContext(ctx, "INSERT INTO "+recordsOf(tgt)+` (target, location, version, rows, run) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (target) DO UPDATE SET location = excluded.location, version = excluded.version,
+	var has int
+	if err := conn.QueryRowContext(ctx, "SELECT count(*) FROM pragma_table_info(?) WHERE name = 'identity'", publishedTable).Scan(&has); err != nil {
+		return fmt.Errorf("read %s: %w", publishedTable, sqliteErr(err))
+	}
+	if has == 0 { // records of an older sluice
+		if _, err := conn.ExecContext(ctx, "ALTER TABLE "+recordsOf(tgt)+" ADD COLUMN identity TEXT"); err != nil {
+			return fmt.Errorf("add the identity column to %s: %w", publishedTable, sqliteErr(err))
+		}
+	}
+	_, err := conn.ExecContext(ctx, "INSERT INTO "+recordsOf(tgt)+` (target, identity, location, version, rows, run) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (target) DO UPDATE SET identity = excluded.identity, location = excluded.location, version = excluded.version,
 		rows = excluded.rows, run = excluded.run, published_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')`,
-		tgt.name, rec.location, rec.version, rec.rows, rec.run)
+		tgt.name, rec.identity, rec.location, rec.version, rec.rows, rec.run)
 	if err != nil {
 		return fmt.Errorf("record in %s: %w", publishedTable, sqliteErr(err))
 	}

@@ -54,9 +54,10 @@ func sqliteObjects(t *testing.T, db *sql.DB) string {
 }
 
 // TestPublishSQLiteSwap: republishing swaps in the new rows, a view on
-// the table shows them, a stale NAME_new is dropped, no _new or _old is
-// left (kept with KeepOld), the same version again changes nothing, and
-// Force reloads.
+// the table shows them, someone's NAME_new is refused, not dropped (a
+// SQLite publish never leaves one of its own), no _new or _old is left
+// (kept with KeepOld), the same version again changes nothing, and Force
+// reloads.
 func TestPublishSQLiteSwap(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "w.db")
 	to := "sqlite://" + path
@@ -70,6 +71,15 @@ func TestPublishSQLiteSwap(t *testing.T) {
 		}
 	}
 	appendRows(t, tbl, xRows(10, 10))
+	if _, err := Publish(context.Background(), tbl, Options{To: to, As: "facts"}); !errors.Is(err, ErrTaken) {
+		t.Fatalf("publish beside someone's facts_new: %v, want ErrTaken", err)
+	}
+	if n := sqliteCount(t, db, "SELECT count(*) FROM facts_new"); n != 1 {
+		t.Fatalf("facts_new has %d rows, want its 1", n)
+	}
+	if _, err := db.Exec("DROP TABLE facts_new"); err != nil {
+		t.Fatal(err)
+	}
 	res := mustPublish(t, tbl, Options{To: to, As: "facts"})
 	if res.Rows != 20 || res.Unchanged || res.Attempts != 1 {
 		t.Fatalf("result %+v: want 20 rows in one attempt", res)

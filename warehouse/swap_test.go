@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -124,13 +125,19 @@ func TestPublishSameVersionChangesNothing(t *testing.T) {
 	}
 }
 
-// TestPublishDropsStaleNew: a NAME_new left by a dead run (another shape,
-// other rows) is dropped and rebuilt.
+// TestPublishDropsStaleNew: a NAME_new left by a publish that died after
+// its load (another shape, other rows) is dropped and rebuilt.
 func TestPublishDropsStaleNew(t *testing.T) {
 	url := testenv.PostgresURL(t)
 	conn := connectT(t, url)
-	if _, err := conn.Exec(context.Background(), "CREATE TABLE facts_new (junk text); INSERT INTO facts_new VALUES ('half'), ('loaded')"); err != nil {
-		t.Fatal(err)
+	junk := newTable(t, "junk:string", [][]any{{"half"}, {"loaded"}})
+	dying, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := Publish(dying, junk, Options{To: url, As: "facts", Logger: slog.New(cancelOn{msg: "loaded", cancel: cancel})}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("the dying publish: %v", err)
+	}
+	if n := count(t, conn, "SELECT count(*) FROM facts_new WHERE junk IS NOT NULL"); n != 2 {
+		t.Fatalf("the dying publish left facts_new with %d rows, want 2", n)
 	}
 	tbl := newTable(t, "x:int64", xRows(0, 4))
 	mustPublish(t, tbl, Options{To: url, As: "facts"})

@@ -16,21 +16,32 @@ func (a *app) publishCommand() *cobra.Command {
 		iamRole     string
 		keepOld     bool
 		force       bool
+		dropDeps    bool
 		lockTimeout time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "publish TABLE --to postgres://...|sqlite:///path.db|redshift://... --as NAME [--keep-old] [--lock-timeout 5s] [--force] [--iam-role ARN]",
+		Use:   "publish TABLE --to postgres://...|sqlite:///path.db|redshift://... --as NAME [--keep-old] [--lock-timeout 5s] [--force] [--drop-dependents] [--iam-role ARN]",
 		Short: "Load a table into PostgreSQL, a SQLite file or Redshift with a _new/_old swap",
 		Long: `Load the latest version of TABLE into the warehouse --to as the table --as
 (NAME or SCHEMA.NAME, plain identifiers, folded to lower case): build
 NAME_new by binary COPY, streamed from the table's files, then in one
 transaction rename NAME to NAME_old and NAME_new to NAME and drop NAME_old
 (kept with --keep-old). Readers of NAME see the whole old table or the whole
-new one. Privileges granted on NAME and its comment are carried over, views
-on NAME are recreated on the new table, and the swap's lock is taken within
---lock-timeout and retried with backoff, so it never holds readers back for
-longer. The version published is recorded in sluice_published beside NAME:
-publishing it again does nothing (--force reloads).
+new one. What NAME carries follows it to the new table: privileges (column
+privileges too), comments, row-level security and its policies, indexes,
+PRIMARY KEY, UNIQUE, CHECK and FOREIGN KEY constraints (built before the
+swap), replica identity, publication membership, the owner; views on NAME
+are recreated on the new table. What cannot follow (triggers, rules,
+foreign keys of other tables that reference NAME, materialized views, an
+index or privilege on a column the new table lacks, an owner the publishing
+role may not set...) makes publish refuse before loading anything, naming
+each; --drop-dependents leaves those behind, dropped with the old table.
+A NAME_new or NAME_old that no publish of NAME made is never dropped:
+publish refuses, naming it. The swap's lock is taken within --lock-timeout
+and retried with backoff, so it never holds readers back for longer. The
+version published is recorded with the table's identity in
+sluice_published beside NAME: publishing the same table's same version
+again does nothing, whatever path names the table (--force reloads).
 
 The password comes from the URL, PGPASSWORD or ~/.pgpass and is never
 printed.
@@ -38,7 +49,9 @@ printed.
 --to sqlite:///path/warehouse.db publishes into a SQLite file (created when
 missing; no server), put in WAL mode so readers never wait: NAME_new is
 loaded and swapped in one write transaction, views on NAME read the new
-table, and --lock-timeout bounds each wait for another writer. Timestamps
+table, and --lock-timeout bounds each wait for another writer; indexes and
+triggers on NAME are not carried (refused, or left behind with
+--drop-dependents). Timestamps
 are stored as UTC text 'YYYY-MM-DD HH:MM:SS.ffffff', dates 'YYYY-MM-DD',
 decimals as text at full precision, uuids as lower-case text, booleans as
 0/1; a NaN is refused (SQLite would store NULL).
@@ -48,8 +61,8 @@ FORMAT AS PARQUET MANIFEST (--iam-role ARN for its credentials) from a
 manifest of the version's files that sluice writes beside the table, in
 _sluice_publish/; load and rename swap run in one transaction. Redshift has
 no lock_timeout or advisory locks: --lock-timeout does not apply, the lock
-on sluice_published serialises publishes, grants and comments are not
-carried, and the statements have been checked only against Redshift's
+on sluice_published serialises publishes, grants, comments and the rest of
+what NAME carries are not carried, and the statements have been checked only against Redshift's
 documentation, never run on a cluster.`,
 		Example: `  sluice publish ./lake/events --to sqlite:///srv/warehouse.db --as events
   sluice publish ./lake/events --to postgres://loader@db/analytics --as events
@@ -69,7 +82,7 @@ documentation, never run on a cluster.`,
 			defer t.Close()
 			bar := a.progress("publishing")
 			res, runErr := warehouse.Publish(cmd.Context(), t, warehouse.Options{
-				To: to, As: as, IAMRole: iamRole, KeepOld: keepOld, Force: force, LockTimeout: lockTimeout,
+				To: to, As: as, IAMRole: iamRole, KeepOld: keepOld, Force: force, DropDependents: dropDeps, LockTimeout: lockTimeout,
 				RunID: a.runID, Logger: a.logger,
 				Progress: func(done, total int64) { bar.set(int(done), int(total)) },
 			})
@@ -95,6 +108,7 @@ documentation, never run on a cluster.`,
 	f.StringVar(&iamRole, "iam-role", "", "redshift://: the ARN of the IAM role Redshift's COPY assumes to read the table's files")
 	f.BoolVar(&keepOld, "keep-old", false, "keep the replaced table as NAME_old")
 	f.BoolVar(&force, "force", false, "reload even when the version is already published")
+	f.BoolVar(&dropDeps, "drop-dependents", false, "leave behind, dropped with the old table, what cannot follow NAME to the new table (triggers, rules, foreign keys of other tables...) instead of refusing")
 	f.DurationVar(&lockTimeout, "lock-timeout", warehouse.DefaultLockTimeout, "longest wait for the swap's lock per attempt; attempts retry with backoff")
 	return cmd
 }

@@ -212,3 +212,41 @@ func TestPublishCommandProgressOnATTY(t *testing.T) {
 		t.Fatalf("a progress bar with --json:\n%q", out)
 	}
 }
+
+// TestPublishCommandDropDependents: a trigger on the target cannot
+// follow it to the new table; publish refuses before loading, on one
+// line naming it, and --drop-dependents (in --help) leaves it behind.
+func TestPublishCommandDropDependents(t *testing.T) {
+	if help := mustSluice(t, "publish", "--help").stdout; !strings.Contains(help, "--drop-dependents") {
+		t.Fatalf("publish --help does not tell of --drop-dependents:\n%s", help)
+	}
+	url := testenv.PostgresURL(t)
+	dir := t.TempDir()
+	land, loc := filepath.Join(dir, "landing"), filepath.Join(dir, "events")
+	initEvents(t, loc)
+	writeEvents(t, land, "a.jsonl", 0, 50)
+	mustSluice(t, "ingest", loc, "--from", land)
+	mustSluice(t, "publish", loc, "--to", url, "--as", "events")
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	for _, q := range []string{"CREATE FUNCTION touch() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NEW; END$$",
+		"CREATE TRIGGER events_touch BEFORE INSERT ON events FOR EACH ROW EXECUTE FUNCTION touch()"} {
+		if _, err := conn.Exec(context.Background(), q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeEvents(t, land, "b.jsonl", 50, 10)
+	mustSluice(t, "ingest", loc, "--from", land)
+	failsWithOneLine(t, sluice(t, nil, "publish", loc, "--to", url, "--as", "events"), "events_touch", "--drop-dependents")
+	s := summaryOf(t, mustSluice(t, "publish", loc, "--to", url, "--as", "events", "--drop-dependents", "--json"))
+	if s["rows"] != 60.0 {
+		t.Fatalf("publish --drop-dependents: %v, want 60 rows", s)
+	}
+	var n int
+	if err := conn.QueryRow(context.Background(), "SELECT count(*) FROM pg_trigger WHERE tgrelid = 'events'::regclass AND NOT tgisinternal").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d triggers on the new events (%v), want none", n, err)
+	}
+}
