@@ -87,6 +87,12 @@ type RunOptions struct {
 	// NotBefore gives its claim back, recorded cancelled, without running
 	// the job (shutdown).
 	Hold context.Context
+	// AwaitLease makes a run that finds its interval running elsewhere
+	// watch the record for up to a lease: a record that does not change
+	// (its instance died) is taken over then; one renewed meanwhile is
+	// left running elsewhere. For one-shot commands, which have no later
+	// look of their own (serve looks again by itself).
+	AwaitLease bool
 }
 
 // Outcome is what RunInterval did with one job's interval.
@@ -212,10 +218,16 @@ func (r *Runner) RunInterval(ctx context.Context, job *Job, iv Interval, o RunOp
 	}
 	now := r.clock().Now()
 	rec := Record{Job: job.Name, Interval: iv.Key(), Start: iv.Start, End: iv.End, ID: uuid.NewString(),
-		Instance: r.Instance, Status: StatusRunning, Trigger: o.Trigger, Started: later(now, o.NotBefore), LeaseUntil: now.Add(r.ttl())}
-	c, existing, err := r.History.claim(ctx, rec, now, o.Rerun)
+		Instance: r.Instance, Status: StatusRunning, Trigger: o.Trigger, Started: later(now, o.NotBefore),
+		LeaseUntil: now.Add(r.ttl()), LeaseSeconds: r.ttl().Seconds()}
+	c, existing, err := r.History.claim(ctx, rec, now, r.ttl(), o.Rerun)
 	if err != nil {
 		return Outcome{}, err
+	}
+	if c == nil && o.AwaitLease && existing.Status == StatusRunning {
+		if c, existing, err = r.awaitLease(ctx, rec, o); err != nil {
+			return Outcome{}, err
+		}
 	}
 	if c == nil {
 		return Outcome{Record: *existing}, nil
@@ -270,6 +282,25 @@ func (r *Runner) RunInterval(ctx context.Context, job *Job, iv Interval, o RunOp
 		return Outcome{Record: final, Ran: true}, fmt.Errorf("%s %s: %w", job.Name, iv, runErr)
 	}
 	return Outcome{Record: final, Ran: true}, nil
+}
+
+// awaitLease watches rec's interval, which another instance holds, until
+// its record changes (the holder lives: the interval is left to it) or
+// stays unchanged for a full lease (the holder died: the interval is
+// claimed). It polls every quarter lease, on this runner's clock.
+func (r *Runner) awaitLease(ctx context.Context, rec Record, o RunOptions) (*claim, *Record, error) {
+	seen := r.History.sighted(rec.Job, rec.Interval)
+	for {
+		if err := Sleep(ctx, r.clock(), r.ttl()/4); err != nil {
+			return nil, nil, err
+		}
+		now := r.clock().Now()
+		rec.LeaseUntil = now.Add(r.ttl())
+		c, existing, err := r.History.claim(ctx, rec, now, r.ttl(), o.Rerun)
+		if err != nil || c != nil || existing.Status != StatusRunning || r.History.sighted(rec.Job, rec.Interval) != seen {
+			return c, existing, err
+		}
+	}
 }
 
 // hold waits, holding the claim, until o.NotBefore (if set), and returns

@@ -278,9 +278,11 @@ func TestCancelARun(t *testing.T) {
 	}
 }
 
-// An instance that died mid-run leaves a running record whose lease
-// expires: another instance takes the interval over after the TTL, not
-// before, as attempt 2.
+// An instance that died mid-run leaves a running record that nobody
+// renews: another instance takes the interval over once it has seen the
+// record unchanged for a full lease on its own clock, not before, as
+// attempt 2. The dead instance's lease_until, written on its clock, is
+// not read: here it lies a day in the future.
 func TestLeaseTakeoverAfterTTL(t *testing.T) {
 	var runs atomic.Int32
 	p, h, kinds := lake(t, dailyPipeline, func(ctx context.Context, j *Job, iv Interval) (map[string]any, error) {
@@ -289,20 +291,23 @@ func TestLeaseTakeoverAfterTTL(t *testing.T) {
 	})
 	iv := p.Jobs["load"].Schedule.Latest(t0)
 	dead := Record{Job: "load", Interval: iv.Key(), Start: iv.Start, End: iv.End, ID: "dead", Attempt: 1,
-		Instance: "killed", Status: StatusRunning, Started: t0, LeaseUntil: t0.Add(time.Minute)}
+		Instance: "killed", Status: StatusRunning, Started: t0, LeaseUntil: t0.Add(24 * time.Hour)}
 	if _, err := h.put(context.Background(), dead, cloud.PutOptions{IfAbsent: true}); err != nil {
 		t.Fatal(err)
 	}
-	clock := NewFakeClock(t0.Add(59 * time.Second))
+	clock := NewFakeClock(t0)
 	r := &Runner{Pipeline: p, Kinds: kinds, History: h, Clock: clock, Instance: "b", LeaseTTL: time.Minute}
-	out, err := r.RunInterval(context.Background(), p.Jobs["load"], iv, RunOptions{Only: true})
-	if err != nil || out.Ran || runs.Load() != 0 {
-		t.Fatalf("before the TTL: ran=%v runs=%d err=%v", out.Ran, runs.Load(), err)
+	for _, wait := range []time.Duration{0, 59 * time.Second} {
+		clock.Set(t0.Add(wait))
+		out, err := r.RunInterval(context.Background(), p.Jobs["load"], iv, RunOptions{Only: true})
+		if err != nil || out.Ran || runs.Load() != 0 {
+			t.Fatalf("%s after first seeing it: ran=%v runs=%d err=%v", wait, out.Ran, runs.Load(), err)
+		}
 	}
-	clock.Set(t0.Add(61 * time.Second))
-	out, err = r.RunInterval(context.Background(), p.Jobs["load"], iv, RunOptions{Only: true})
+	clock.Set(t0.Add(time.Minute))
+	out, err := r.RunInterval(context.Background(), p.Jobs["load"], iv, RunOptions{Only: true})
 	if err != nil || !out.Ran || runs.Load() != 1 || out.Record.Attempt != 2 || out.Record.Instance != "b" {
-		t.Fatalf("after the TTL: %+v runs=%d err=%v", out, runs.Load(), err)
+		t.Fatalf("a lease after first seeing it: %+v runs=%d err=%v", out, runs.Load(), err)
 	}
 }
 

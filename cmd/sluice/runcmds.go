@@ -28,7 +28,7 @@ func (f *runnerFlags) add(cmd *cobra.Command, running bool) {
 		return
 	}
 	cmd.Flags().StringVar(&f.instance, "instance", "", "this instance's name in run records (default: SLUICE_INSTANCE, else host and pid)")
-	cmd.Flags().DurationVar(&f.leaseTTL, "lease-ttl", scheduler.DefaultLeaseTTL, "how long a run's claim holds without a heartbeat; another instance takes the interval over after it")
+	cmd.Flags().DurationVar(&f.leaseTTL, "lease-ttl", scheduler.DefaultLeaseTTL, "how long a run's claim holds without a heartbeat: another instance takes the interval over once it has seen the run's record unchanged that long, on its own clock (run and backfill wait that long on an interval running elsewhere whose record does not change)")
 	cmd.Flags().BoolVar(&f.only, "only", false, "run the job alone, not the jobs after it")
 }
 
@@ -175,7 +175,7 @@ Exit 1 when a run failed; its record holds the error.`,
 					iv = ivs[0]
 				}
 			}
-			outs, runErr := r.Run(cmd.Context(), job, iv, scheduler.RunOptions{Rerun: f.rerun, Only: f.only, Trigger: "run"})
+			outs, runErr := r.Run(cmd.Context(), job, iv, scheduler.RunOptions{Rerun: f.rerun, Only: f.only, Trigger: "run", AwaitLease: true})
 			a.reportRuns("run", job, outs)
 			return runErr
 		},
@@ -238,7 +238,7 @@ parallel: in the file allows that many.`,
 			if !end.After(start) {
 				return usageError{cmd: "backfill", err: fmt.Errorf("backfill: --to %s is before --from %s", to, from)}
 			}
-			outs, runErr := r.Backfill(cmd.Context(), job, start, end, parallel, scheduler.RunOptions{Rerun: f.rerun, Only: f.only, Trigger: "backfill"})
+			outs, runErr := r.Backfill(cmd.Context(), job, start, end, parallel, scheduler.RunOptions{Rerun: f.rerun, Only: f.only, Trigger: "backfill", AwaitLease: true})
 			a.reportRuns("backfill", job, outs)
 			if runErr != nil {
 				return fmt.Errorf("backfill %s: %w", job.Name, runErr)
