@@ -60,6 +60,9 @@ type Record struct {
 	// least every third of it while it runs.
 	LeaseSeconds float64        `json:"lease_ttl_seconds,omitempty"`
 	Summary      map[string]any `json:"summary,omitempty"`
+	// Note says what a succeeded record went through since its success:
+	// a rerun that was cancelled leaves the success standing, and this.
+	Note string `json:"note,omitempty"`
 }
 
 func recordKey(job, interval string) string { return RunsPrefix + job + "/" + interval }
@@ -136,13 +139,15 @@ func (h *History) Get(ctx context.Context, job, interval string) (Record, string
 	}
 	var r Record
 	if err := json.Unmarshal(data, &r); err != nil {
-		return Record{}, "", fmt.Errorf("read run record %s/%s: %w", job, interval, err)
+		return Record{}, "", fmt.Errorf("run record %s: %w: %w", h.Store.URL(recordKey(job, interval)), ErrUnreadableRecord, err)
 	}
 	return r, info.ETag, nil
 }
 
 // List returns the records of job (every job when empty), by job then
-// interval.
+// interval. A record it cannot decode does not hide the others: they are
+// returned with an error wrapping ErrUnreadableRecord for each such
+// record, naming it; any other error returns no records.
 func (h *History) List(ctx context.Context, job string) ([]Record, error) {
 	prefix := RunsPrefix
 	if job != "" {
@@ -156,9 +161,14 @@ func (h *History) List(ctx context.Context, job string) ([]Record, error) {
 		return nil, err
 	}
 	var out []Record
+	var unreadable []error
 	for _, k := range keys {
 		r, _, err := h.Get(ctx, k.job, k.iv)
 		if errors.Is(err, cloud.ErrNotFound) {
+			continue
+		}
+		if errors.Is(err, ErrUnreadableRecord) {
+			unreadable = append(unreadable, err)
 			continue
 		}
 		if err != nil {
@@ -172,7 +182,7 @@ func (h *History) List(ctx context.Context, job string) ([]Record, error) {
 		}
 		return strings.Compare(a.Interval, b.Interval)
 	})
-	return out, nil
+	return out, errors.Join(unreadable...)
 }
 
 func (h *History) put(ctx context.Context, r Record, opts cloud.PutOptions) (string, error) {
@@ -209,6 +219,9 @@ type claim struct {
 	rec  Record
 	etag string
 	lost bool
+	// prev is the final record the claim replaced (a rerun's success, a
+	// failure's), nil for a new interval or a taken-over one.
+	prev *Record
 }
 
 // Claim writes rec (status running) as the interval's record: create-only
@@ -233,6 +246,7 @@ func (h *History) claim(ctx context.Context, rec Record, now time.Time, ttl time
 	for range 3 {
 		old, etag, err := h.Get(ctx, rec.Job, rec.Interval)
 		opts := cloud.PutOptions{IfAbsent: true}
+		var prev *Record
 		switch {
 		case errors.Is(err, cloud.ErrNotFound):
 		case err != nil:
@@ -248,6 +262,7 @@ func (h *History) claim(ctx context.Context, rec Record, now time.Time, ttl time
 		default:
 			opts = cloud.PutOptions{IfMatch: etag}
 			rec.Attempt = old.Attempt + 1
+			prev = &old
 		}
 		if rec.Attempt == 0 {
 			rec.Attempt = 1
@@ -260,7 +275,7 @@ func (h *History) claim(ctx context.Context, rec Record, now time.Time, ttl time
 			return nil, nil, err
 		}
 		h.forget(rec.Job, rec.Interval)
-		return &claim{h: h, rec: rec, etag: newTag}, nil, nil
+		return &claim{h: h, rec: rec, etag: newTag, prev: prev}, nil, nil
 	}
 	old, _, err := h.Get(ctx, rec.Job, rec.Interval)
 	if err != nil {

@@ -267,8 +267,20 @@ func (r *Runner) RunInterval(ctx context.Context, job *Job, iv Interval, o RunOp
 	// The final write outlives a cancelled run: its record says so.
 	r.startsFirst(ctx)
 	final, err := c.update(context.WithoutCancel(ctx), func(x *Record) {
+		if status == StatusCancelled && c.prev != nil && c.prev.Status == StatusSucceeded {
+			// A cancelled rerun changed nothing a reader relies on: the
+			// jobs commit atomically, and one that committed before the
+			// cancel redid the same interval. The success stands;
+			// recording cancelled would make the interval look undone.
+			id, attempt := x.ID, x.Attempt
+			*x = *c.prev
+			x.ID, x.Attempt = id, attempt
+			x.Note = fmt.Sprintf("rerun (attempt %d, instance %s) cancelled at %s: %s; the success of %s stands",
+				attempt, r.Instance, r.clock().Now().UTC().Format(time.RFC3339), cloud.OneLine(fmt.Sprint(runErr), 500), c.prev.Ended.UTC().Format(time.RFC3339))
+			return
+		}
 		x.Status, x.Summary, x.Ended, x.LeaseUntil = status, summary, r.clock().Now(), time.Time{}
-		x.Started, x.Error = started, ""
+		x.Started, x.Error, x.Note = started, "", ""
 		if runErr != nil {
 			x.Error = cloud.OneLine(runErr.Error(), 2000)
 		}
