@@ -204,6 +204,10 @@ func (a *Admin) mutating(h http.HandlerFunc) http.HandlerFunc {
 func (a *Admin) runs(w http.ResponseWriter, r *http.Request) {
 	job, status := r.URL.Query().Get("job"), r.URL.Query().Get("status")
 	recs, err := a.Server.Runner.History.List(r.Context(), job)
+	unreadable := []string{}
+	if errors.Is(err, ErrUnreadableRecord) {
+		unreadable, err = unreadableList(err), nil
+	}
 	if err != nil {
 		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
 		return
@@ -214,7 +218,20 @@ func (a *Admin) runs(w http.ResponseWriter, r *http.Request) {
 			out = append(out, rec)
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"runs": out, "running_here": orNone(a.Server.Runner.Running())})
+	writeJSON(w, http.StatusOK, map[string]any{"runs": out, "running_here": orNone(a.Server.Runner.Running()), "unreadable": unreadable})
+}
+
+// unreadableList splits an error of History.List into one line per
+// unreadable record.
+func unreadableList(err error) []string {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []string
+		for _, e := range j.Unwrap() {
+			out = append(out, e.Error())
+		}
+		return out
+	}
+	return []string{err.Error()}
 }
 
 func orNone(r []Record) []Record {

@@ -201,7 +201,7 @@ func (s *Server) missed(ctx context.Context, job *Job, now time.Time) []dispatch
 	}
 	last, err := r.History.List(ctx, job.Name)
 	if err != nil {
-		r.log().Error("catch-up: read history", "job", job.Name, "error", err)
+		r.log().Error("catch-up: read history", "job", job.Name, "error", err) // unreadable records are skipped, the rest read
 	}
 	// Another instance that holds a live lease on one of the job's runs
 	// serves the job: nothing was missed while no instance ran, and the

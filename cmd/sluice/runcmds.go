@@ -3,7 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -56,8 +58,14 @@ func (a *app) runner(cmd *cobra.Command, f *runnerFlags) (*scheduler.Runner, fun
 	if err != nil {
 		return nil, nil, fmt.Errorf("open lake: %w", err)
 	}
+	// The runner's lines name their run themselves; a.logger names this
+	// process's, which a line about a job's run must not repeat.
+	logger := a.logger
+	if a.logHandler != nil && cmd.Name() != "serve" {
+		logger = slog.New(a.logHandler)
+	}
 	r := &scheduler.Runner{Pipeline: p, Kinds: jobKinds(), History: &scheduler.History{Store: st},
-		Instance: instanceName(f.instance), LeaseTTL: f.leaseTTL, Logger: a.logger}
+		Instance: instanceName(f.instance), LeaseTTL: f.leaseTTL, Logger: logger}
 	return r, func() { st.Close() }, nil
 }
 
@@ -277,6 +285,15 @@ skipped), attempt, instance, start, end, error and the job's summary (with
 				}
 			}
 			recs, err := r.History.List(cmd.Context(), job)
+			// A damaged record is named and skipped: it must not hide
+			// the history an on-call engineer came to read.
+			unreadable := []string{}
+			if errors.Is(err, scheduler.ErrUnreadableRecord) {
+				unreadable, err = strings.Split(err.Error(), "\n"), nil
+				for _, u := range unreadable {
+					a.logger.Warn("skipped an unreadable run record", "error", u)
+				}
+			}
 			if err != nil {
 				return err
 			}
@@ -304,7 +321,7 @@ skipped), attempt, instance, start, end, error and the job's summary (with
 					rec.Attempt, textName(rec.Instance), started, secs, textName(rec.Error))
 			}
 			tw.Flush()
-			return a.summary(map[string]any{"command": "runs", "runs": runs})
+			return a.summary(map[string]any{"command": "runs", "runs": runs, "unreadable": unreadable})
 		},
 	}
 	f.add(cmd, false)
