@@ -64,14 +64,19 @@ func ParseSchedule(spec string) (*Schedule, error) {
 			return nil, fmt.Errorf("it never fires: no date matches it")
 		}
 		given := strings.HasPrefix(strings.TrimSpace(spec), "CRON_TZ=") || strings.HasPrefix(strings.TrimSpace(spec), "TZ=")
-		return &Schedule{spec: &utc, loc: s.Location, zoneGiven: given}, nil
+		loc := s.Location
+		if !given {
+			loc = hostZone()
+		}
+		return &Schedule{spec: &utc, loc: loc, zoneGiven: given}, nil
 	case cron.ConstantDelaySchedule:
 		return &Schedule{every: s.Delay, loc: time.UTC}, nil
 	}
 	return nil, fmt.Errorf("unsupported schedule %q", spec)
 }
 
-// Location is the schedule's time zone (CRON_TZ=, else the local zone).
+// Location is the schedule's time zone: CRON_TZ=, else the host's,
+// named (see hostZone). A job counts its days (a rollup's) in it too.
 func (s *Schedule) Location() *time.Location { return s.loc }
 
 // ZoneGiven tells whether the spec named its time zone (CRON_TZ= or TZ=).

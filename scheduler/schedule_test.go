@@ -167,3 +167,19 @@ func TestScheduleThatNeverFiresIsRefused(t *testing.T) {
 		t.Errorf("leap-day schedule's latest interval %s, want 2020-02-29 to 2024-02-29", iv)
 	}
 }
+
+// A spec without CRON_TZ ticks in the host's zone, by its name (Go calls
+// it "Local" whatever it is), so a job's days are counted in the same
+// named zone and a name recorded in a table means the same later.
+func TestScheduleWithoutZoneTakesTheHostsByName(t *testing.T) {
+	for tz, want := range map[string]string{"America/New_York": "America/New_York", ":Europe/Paris": "Europe/Paris", "": "UTC"} {
+		t.Setenv("TZ", tz)
+		s, err := ParseSchedule("0 2 * * *")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Location().String(); got != want || s.ZoneGiven() {
+			t.Errorf("TZ=%q: zone %q (given %v), want %q, not given", tz, got, s.ZoneGiven(), want)
+		}
+	}
+}
