@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -15,7 +17,8 @@ import (
 )
 
 // Admin is serve's HTTP API: health, Prometheus metrics, runs and jobs
-// to read; a run to start and a run to cancel, which need the token.
+// to read; a run to start and a run to cancel, which need the token (or,
+// without one, RequestHeader) and are refused from another site's page.
 type Admin struct {
 	Server *Server
 	// Token, when not empty, must come as "Authorization: Bearer TOKEN"
@@ -110,7 +113,7 @@ func (a *Admin) Handler() http.Handler {
 	mux.HandleFunc("GET /api/jobs", a.jobs)
 	mux.HandleFunc("POST /api/jobs/{job}/run", a.mutating(a.runJob))
 	mux.HandleFunc("POST /api/runs/{id}/cancel", a.mutating(a.cancel))
-	return mux
+	return a.guard(mux)
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
@@ -119,8 +122,73 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// RequestHeader is the header a mutating call must carry when serve has
+// no token: a browser sends a custom header to another origin only after
+// a CORS preflight, which the admin never grants, so a web page the
+// operator visits cannot start or cancel runs with a form or a fetch.
+// curl: -H 'X-Sluice-Request: 1'.
+const RequestHeader = "X-Sluice-Request"
+
+// guard refuses what a browser sends on a page's behalf rather than the
+// operator's. Without a token the API listens on loopback (the command
+// refuses otherwise), so the Host must be a loopback name: a page whose
+// name an attacker points at 127.0.0.1 (DNS rebinding) names its own
+// host and is refused, reads included.
+func (a *Admin) guard(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if a.Token == "" && !loopbackHost(r.Host) {
+			writeJSON(w, http.StatusForbidden, map[string]string{"error": fmt.Sprintf("Host %q is not a loopback name: without --token the admin API answers only to 127.0.0.1, [::1] or localhost", r.Host)})
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// loopbackHost tells whether a Host header names this machine by a
+// loopback address or localhost.
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// crossSite returns why r comes from another site's page, or "": an
+// Origin other than this server's, or a browser's own word that the
+// request is not same-origin.
+func crossSite(r *http.Request) string {
+	if o := r.Header.Get("Origin"); o != "" {
+		u, err := url.Parse(o)
+		if err != nil || u.Host == "" || !strings.EqualFold(u.Host, r.Host) {
+			return fmt.Sprintf("Origin %q is not this server's (%s)", o, r.Host)
+		}
+	}
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
+		return fmt.Sprintf("Sec-Fetch-Site %q: a page of another origin sent it", site)
+	}
+	return ""
+}
+
+// mutating guards a call that changes something: never from another
+// site's page, and with the token when there is one, else with
+// RequestHeader (or, from a page of the admin's own origin, the
+// browser's Sec-Fetch-Site: same-origin).
 func (a *Admin) mutating(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if why := crossSite(r); why != "" {
+			writeJSON(w, http.StatusForbidden, map[string]string{"error": "refused: " + why})
+			return
+		}
+		if a.Token == "" && r.Header.Get(RequestHeader) == "" && r.Header.Get("Sec-Fetch-Site") != "same-origin" {
+			writeJSON(w, http.StatusForbidden, map[string]string{"error": "this call needs the header " + RequestHeader + ": 1 (or serve's --token), which a web page of another site cannot send"})
+			return
+		}
 		if a.Token != "" {
 			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(a.Token)) != 1 {
@@ -136,6 +204,10 @@ func (a *Admin) mutating(h http.HandlerFunc) http.HandlerFunc {
 func (a *Admin) runs(w http.ResponseWriter, r *http.Request) {
 	job, status := r.URL.Query().Get("job"), r.URL.Query().Get("status")
 	recs, err := a.Server.Runner.History.List(r.Context(), job)
+	unreadable := []string{}
+	if errors.Is(err, ErrUnreadableRecord) {
+		unreadable, err = unreadableList(err), nil
+	}
 	if err != nil {
 		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
 		return
@@ -146,7 +218,20 @@ func (a *Admin) runs(w http.ResponseWriter, r *http.Request) {
 			out = append(out, rec)
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"runs": out, "running_here": orNone(a.Server.Runner.Running())})
+	writeJSON(w, http.StatusOK, map[string]any{"runs": out, "running_here": orNone(a.Server.Runner.Running()), "unreadable": unreadable})
+}
+
+// unreadableList splits an error of History.List into one line per
+// unreadable record.
+func unreadableList(err error) []string {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []string
+		for _, e := range j.Unwrap() {
+			out = append(out, e.Error())
+		}
+		return out
+	}
+	return []string{err.Error()}
 }
 
 func orNone(r []Record) []Record {

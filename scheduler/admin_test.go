@@ -138,3 +138,96 @@ func TestAdminAPI(t *testing.T) {
 		t.Errorf("run duration is not a histogram")
 	}
 }
+
+// Without a token the admin listens on loopback, where any web page the
+// operator visits could reach it: a cross-site form post, a fetch from
+// another origin, or a page on a name rebound to 127.0.0.1 must not start
+// or cancel runs (before, a plain form post started one). A call with
+// the request header, from curl or a script, does.
+func TestAdminRefusesCrossSiteRequests(t *testing.T) {
+	p, h, kinds := serveLake(t, t.TempDir(), "", func(ctx context.Context, j *Job, iv Interval) (map[string]any, error) {
+		return nil, nil
+	})
+	clock := NewFakeClock(t0.Add(5 * time.Second))
+	d := newDispatches()
+	s := &Server{Runner: &Runner{Pipeline: p, Kinds: kinds, History: h, Clock: clock, LeaseTTL: time.Hour}, OnDispatch: d.hook, Grace: time.Second}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx) }()
+	defer func() { cancel(); <-served }()
+	<-s.Ready()
+	for _, token := range []string{"", "s3cret"} {
+		srv := httptest.NewServer((&Admin{Server: s, Token: token}).Handler())
+		post := func(header map[string]string, host string) int {
+			t.Helper()
+			req, _ := http.NewRequest("POST", srv.URL+"/api/jobs/load/run", strings.NewReader("x=1"))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			for k, v := range header {
+				req.Header.Set(k, v)
+			}
+			if token != "" {
+				req.Header.Set("Authorization", "Bearer "+token)
+			}
+			if host != "" {
+				req.Host = host
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			return resp.StatusCode
+		}
+		own := srv.Listener.Addr().String()
+		refused := map[string]struct {
+			header map[string]string
+			host   string
+		}{
+			"a cross-site form post":                  {map[string]string{"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site", RequestHeader: "1"}, ""},
+			"a page of another port on localhost":     {map[string]string{"Origin": "http://localhost:3000", "Sec-Fetch-Site": "same-site", RequestHeader: "1"}, ""},
+			"an Origin that is not a URL":             {map[string]string{"Origin": "null", RequestHeader: "1"}, ""},
+			"a browser's word alone that it is cross": {map[string]string{"Sec-Fetch-Site": "cross-site", RequestHeader: "1"}, ""},
+		}
+		if token == "" {
+			refused["a plain form post, no Origin (an old browser)"] = struct {
+				header map[string]string
+				host   string
+			}{nil, ""}
+			refused["a page on a name rebound to 127.0.0.1"] = struct {
+				header map[string]string
+				host   string
+			}{map[string]string{"Origin": "http://rebound.example:" + strings.Split(own, ":")[1], "Sec-Fetch-Site": "same-origin", RequestHeader: "1"}, "rebound.example:" + strings.Split(own, ":")[1]}
+		}
+		for name, c := range refused {
+			if code := post(c.header, c.host); code != http.StatusForbidden {
+				t.Errorf("token %q, %s: status %d, want 403", token, name, code)
+			}
+		}
+		for name, header := range map[string]map[string]string{
+			"curl with the request header":       {RequestHeader: "1"},
+			"a page of the admin's own origin":   {"Origin": "http://" + own, "Sec-Fetch-Site": "same-origin"},
+			"localhost by name, with the header": {RequestHeader: "1"},
+		} {
+			host := ""
+			if strings.HasPrefix(name, "localhost") {
+				host = "localhost:" + strings.Split(own, ":")[1]
+			}
+			if code := post(header, host); code != http.StatusAccepted {
+				t.Errorf("token %q, %s: status %d, want 202", token, name, code)
+			}
+		}
+		if token == "" {
+			req, _ := http.NewRequest("GET", srv.URL+"/api/runs", nil)
+			req.Host = "rebound.example"
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusForbidden {
+				t.Errorf("GET /api/runs for Host rebound.example without a token: %d, want 403", resp.StatusCode)
+			}
+		}
+		srv.Close()
+	}
+}

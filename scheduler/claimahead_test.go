@@ -131,7 +131,9 @@ func TestServeTakeoverWhileTheJobIsBusy(t *testing.T) {
 	}
 	clock := NewFakeClock(t0.Add(5 * time.Second))
 	d := newDispatches()
-	s := &Server{Runner: &Runner{Pipeline: p, Kinds: kinds, History: h, Clock: clock, LeaseTTL: time.Hour}, OnDispatch: d.hook}
+	// Its record is first seen at t0+5s, at start: a 30s lease runs out
+	// at t0+35s on this instance's clock.
+	s := &Server{Runner: &Runner{Pipeline: p, Kinds: kinds, History: h, Clock: clock, LeaseTTL: 30 * time.Second}, OnDispatch: d.hook}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- s.Serve(ctx) }()

@@ -14,6 +14,15 @@
 // succeeded but which no instance ran. The sweep lists the records and
 // reads only those it does not already know final.
 //
+// A lease ends, for an instance other than its holder, when that instance
+// has seen the run record unchanged for a full lease (the longer of its
+// own TTL and the holder's), timed on its own clock from when it first saw
+// that generation of the record. The holder renews the record every third
+// of its lease, so an unchanged record means a dead holder. The
+// lease_until a record carries is the holder's clock, for people: machines
+// never compare it with theirs, so a clock running ahead cannot steal a
+// live run, nor one running behind delay a takeover by its skew.
+//
 // It imports only cloud. It never imports ingest, compact, rollup or
 // warehouse: a job runs through the Kind interface, which the command
 // wires to those packages, so a new kind plugs in without touching the

@@ -22,6 +22,9 @@ var (
 	ErrCancelled = errors.New("cancelled")
 	// ErrUpstreamPending: a job's upstream has not finished the interval.
 	ErrUpstreamPending = errors.New("upstream has not finished the interval")
+	// ErrUnreadableRecord: a run record that is not valid JSON (a file
+	// damaged by hand or by a disk). History.List skips it and says so.
+	ErrUnreadableRecord = errors.New("unreadable run record")
 )
 
 // Pos is a place in a pipeline file.

@@ -50,9 +50,19 @@ type Record struct {
 	Trigger  string    `json:"trigger,omitempty"`
 	Started  time.Time `json:"started"`
 	Ended    time.Time `json:"ended,omitzero"`
-	// LeaseUntil is when another instance may take a running interval over.
-	LeaseUntil time.Time      `json:"lease_until,omitzero"`
-	Summary    map[string]any `json:"summary,omitempty"`
+	// LeaseUntil is when the holder's lease ends by the holder's own
+	// clock: for people reading the record. Another instance never
+	// compares it with its own clock, which may be skewed: it takes a
+	// running interval over only once it has seen the record unchanged
+	// for a full lease (see History.leaseExpired).
+	LeaseUntil time.Time `json:"lease_until,omitzero"`
+	// LeaseSeconds is the holder's lease TTL: it renews the record at
+	// least every third of it while it runs.
+	LeaseSeconds float64        `json:"lease_ttl_seconds,omitempty"`
+	Summary      map[string]any `json:"summary,omitempty"`
+	// Note says what a succeeded record went through since its success:
+	// a rerun that was cancelled leaves the success standing, and this.
+	Note string `json:"note,omitempty"`
 }
 
 func recordKey(job, interval string) string { return RunsPrefix + job + "/" + interval }
@@ -60,6 +70,59 @@ func recordKey(job, interval string) string { return RunsPrefix + job + "/" + in
 // History reads and writes run records in a lake's store.
 type History struct {
 	Store cloud.Store
+
+	// sightings remembers, per running record, the generation (ETag)
+	// this process last saw and when, on its own clock, it first saw
+	// it: the only clock a lease's expiry is judged by.
+	mu        sync.Mutex
+	sightings map[string]sighting
+}
+
+// sighting is one generation of a running record, as first seen.
+type sighting struct {
+	etag string
+	at   time.Time
+}
+
+// leaseExpired tells whether the running record rec, read with etag at
+// now (this process's clock), has outlived its lease: whether this
+// process has seen that same generation unchanged for a full lease, the
+// longer of ttl and the holder's own. A holder renews its record every
+// third of its lease, so an unchanged record means a dead holder,
+// whatever either clock says; lease_until, written on the holder's
+// clock, is not read. until is when the lease ends if the record stays
+// unchanged.
+func (h *History) leaseExpired(rec Record, etag string, now time.Time, ttl time.Duration) (expired bool, until time.Time) {
+	ttl = max(ttl, time.Duration(rec.LeaseSeconds*float64(time.Second)))
+	key := recordKey(rec.Job, rec.Interval)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s, ok := h.sightings[key]
+	if !ok || s.etag != etag {
+		if h.sightings == nil {
+			h.sightings = map[string]sighting{}
+		}
+		s = sighting{etag: etag, at: now}
+		h.sightings[key] = s
+	}
+	until = s.at.Add(ttl)
+	return !now.Before(until), until
+}
+
+// sighted returns the generation of job's interval this process last
+// saw running ("" when none).
+func (h *History) sighted(job, interval string) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.sightings[recordKey(job, interval)].etag
+}
+
+// forget drops the sighting of job's interval: it was claimed, or seen
+// final.
+func (h *History) forget(job, interval string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.sightings, recordKey(job, interval))
 }
 
 // Get returns the record of job's interval and its ETag; ErrNotFound
@@ -76,13 +139,15 @@ func (h *History) Get(ctx context.Context, job, interval string) (Record, string
 	}
 	var r Record
 	if err := json.Unmarshal(data, &r); err != nil {
-		return Record{}, "", fmt.Errorf("read run record %s/%s: %w", job, interval, err)
+		return Record{}, "", fmt.Errorf("run record %s: %w: %w", h.Store.URL(recordKey(job, interval)), ErrUnreadableRecord, err)
 	}
 	return r, info.ETag, nil
 }
 
 // List returns the records of job (every job when empty), by job then
-// interval.
+// interval. A record it cannot decode does not hide the others: they are
+// returned with an error wrapping ErrUnreadableRecord for each such
+// record, naming it; any other error returns no records.
 func (h *History) List(ctx context.Context, job string) ([]Record, error) {
 	prefix := RunsPrefix
 	if job != "" {
@@ -96,9 +161,14 @@ func (h *History) List(ctx context.Context, job string) ([]Record, error) {
 		return nil, err
 	}
 	var out []Record
+	var unreadable []error
 	for _, k := range keys {
 		r, _, err := h.Get(ctx, k.job, k.iv)
 		if errors.Is(err, cloud.ErrNotFound) {
+			continue
+		}
+		if errors.Is(err, ErrUnreadableRecord) {
+			unreadable = append(unreadable, err)
 			continue
 		}
 		if err != nil {
@@ -112,7 +182,7 @@ func (h *History) List(ctx context.Context, job string) ([]Record, error) {
 		}
 		return strings.Compare(a.Interval, b.Interval)
 	})
-	return out, nil
+	return out, errors.Join(unreadable...)
 }
 
 func (h *History) put(ctx context.Context, r Record, opts cloud.PutOptions) (string, error) {
@@ -127,11 +197,13 @@ func (h *History) put(ctx context.Context, r Record, opts cloud.PutOptions) (str
 	return info.ETag, nil
 }
 
-// claimable tells whether an interval with record r may be claimed now.
-func claimable(r Record, now time.Time, rerun bool) bool {
+// claimable tells whether an interval with the final record r may be
+// claimed (a running one is claimable only once its lease expired, which
+// History.leaseExpired judges).
+func claimable(r Record, rerun bool) bool {
 	switch r.Status {
 	case StatusRunning:
-		return now.After(r.LeaseUntil)
+		return false
 	case StatusSucceeded:
 		return rerun
 	}
@@ -147,14 +219,18 @@ type claim struct {
 	rec  Record
 	etag string
 	lost bool
+	// prev is the final record the claim replaced (a rerun's success, a
+	// failure's), nil for a new interval or a taken-over one.
+	prev *Record
 }
 
 // Claim writes rec (status running) as the interval's record: create-only
 // when there is none, else a compare-and-swap over a record that may be
 // claimed (a final status other than succeeded, succeeded with rerun, or
-// a running one whose lease expired). It returns nil and the existing
-// record when another run has the interval or it is done.
-func (h *History) claim(ctx context.Context, rec Record, now time.Time, rerun bool) (*claim, *Record, error) {
+// a running one whose lease this process saw expire: see leaseExpired,
+// with ttl this runner's lease). It returns nil and the existing record
+// when another run has the interval or it is done.
+func (h *History) claim(ctx context.Context, rec Record, now time.Time, ttl time.Duration, rerun bool) (*claim, *Record, error) {
 	// Most claims are of a new interval: try the create first, and read
 	// only when the record exists.
 	if rec.Attempt == 0 {
@@ -170,15 +246,23 @@ func (h *History) claim(ctx context.Context, rec Record, now time.Time, rerun bo
 	for range 3 {
 		old, etag, err := h.Get(ctx, rec.Job, rec.Interval)
 		opts := cloud.PutOptions{IfAbsent: true}
+		var prev *Record
 		switch {
 		case errors.Is(err, cloud.ErrNotFound):
 		case err != nil:
 			return nil, nil, err
-		case !claimable(old, now, rerun):
+		case old.Status == StatusRunning:
+			if expired, _ := h.leaseExpired(old, etag, now, ttl); !expired {
+				return nil, &old, nil
+			}
+			opts = cloud.PutOptions{IfMatch: etag}
+			rec.Attempt = old.Attempt + 1
+		case !claimable(old, rerun):
 			return nil, &old, nil
 		default:
 			opts = cloud.PutOptions{IfMatch: etag}
 			rec.Attempt = old.Attempt + 1
+			prev = &old
 		}
 		if rec.Attempt == 0 {
 			rec.Attempt = 1
@@ -190,7 +274,8 @@ func (h *History) claim(ctx context.Context, rec Record, now time.Time, rerun bo
 		if err != nil {
 			return nil, nil, err
 		}
-		return &claim{h: h, rec: rec, etag: newTag}, nil, nil
+		h.forget(rec.Job, rec.Interval)
+		return &claim{h: h, rec: rec, etag: newTag, prev: prev}, nil, nil
 	}
 	old, _, err := h.Get(ctx, rec.Job, rec.Interval)
 	if err != nil {

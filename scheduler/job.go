@@ -38,7 +38,7 @@ func (ps *parser) job(k, v *yaml.Node) {
 				sched, err := ParseSchedule(s)
 				switch {
 				case err != nil && envRef.MatchString(val.Value):
-					ps.fail(val, kp, "bad cron spec %s", shown(val))
+					ps.fail(val, kp, "bad cron spec %s", shown(val)) // the error would echo the expanded value
 				case err != nil:
 					ps.fail(val, kp, "bad cron spec %s: %v", shown(val), err)
 				}

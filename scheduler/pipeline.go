@@ -160,10 +160,10 @@ func Parse(file string, data []byte, kinds map[string]Kind, lookup func(string) 
 		return nil, ErrorList{{Pos: Pos{file, 1, 1}, Msg: "empty pipeline file: want tables and jobs"}}
 	}
 	ps.top(doc.Content[0])
-	ps.kindChecks()
 	if len(ps.errs) == 0 {
-		ps.links()
+		ps.links() // first: a job's kind may check the schedule it inherits
 	}
+	ps.kindChecks()
 	if len(ps.errs) > 0 {
 		slices.SortStableFunc(ps.errs, func(a, b *Error) int {
 			if a.Pos.Line != b.Pos.Line {

@@ -87,6 +87,12 @@ type RunOptions struct {
 	// NotBefore gives its claim back, recorded cancelled, without running
 	// the job (shutdown).
 	Hold context.Context
+	// AwaitLease makes a run that finds its interval running elsewhere
+	// watch the record for up to a lease: a record that does not change
+	// (its instance died) is taken over then; one renewed meanwhile is
+	// left running elsewhere. For one-shot commands, which have no later
+	// look of their own (serve looks again by itself).
+	AwaitLease bool
 }
 
 // Outcome is what RunInterval did with one job's interval.
@@ -212,10 +218,16 @@ func (r *Runner) RunInterval(ctx context.Context, job *Job, iv Interval, o RunOp
 	}
 	now := r.clock().Now()
 	rec := Record{Job: job.Name, Interval: iv.Key(), Start: iv.Start, End: iv.End, ID: uuid.NewString(),
-		Instance: r.Instance, Status: StatusRunning, Trigger: o.Trigger, Started: later(now, o.NotBefore), LeaseUntil: now.Add(r.ttl())}
-	c, existing, err := r.History.claim(ctx, rec, now, o.Rerun)
+		Instance: r.Instance, Status: StatusRunning, Trigger: o.Trigger, Started: later(now, o.NotBefore),
+		LeaseUntil: now.Add(r.ttl()), LeaseSeconds: r.ttl().Seconds()}
+	c, existing, err := r.History.claim(ctx, rec, now, r.ttl(), o.Rerun)
 	if err != nil {
 		return Outcome{}, err
+	}
+	if c == nil && o.AwaitLease && existing.Status == StatusRunning {
+		if c, existing, err = r.awaitLease(ctx, rec, o); err != nil {
+			return Outcome{}, err
+		}
 	}
 	if c == nil {
 		return Outcome{Record: *existing}, nil
@@ -255,8 +267,20 @@ func (r *Runner) RunInterval(ctx context.Context, job *Job, iv Interval, o RunOp
 	// The final write outlives a cancelled run: its record says so.
 	r.startsFirst(ctx)
 	final, err := c.update(context.WithoutCancel(ctx), func(x *Record) {
+		if status == StatusCancelled && c.prev != nil && c.prev.Status == StatusSucceeded {
+			// A cancelled rerun changed nothing a reader relies on: the
+			// jobs commit atomically, and one that committed before the
+			// cancel redid the same interval. The success stands;
+			// recording cancelled would make the interval look undone.
+			id, attempt := x.ID, x.Attempt
+			*x = *c.prev
+			x.ID, x.Attempt = id, attempt
+			x.Note = fmt.Sprintf("rerun (attempt %d, instance %s) cancelled at %s: %s; the success of %s stands",
+				attempt, r.Instance, r.clock().Now().UTC().Format(time.RFC3339), cloud.OneLine(fmt.Sprint(runErr), 500), c.prev.Ended.UTC().Format(time.RFC3339))
+			return
+		}
 		x.Status, x.Summary, x.Ended, x.LeaseUntil = status, summary, r.clock().Now(), time.Time{}
-		x.Started, x.Error = started, ""
+		x.Started, x.Error, x.Note = started, "", ""
 		if runErr != nil {
 			x.Error = cloud.OneLine(runErr.Error(), 2000)
 		}
@@ -270,6 +294,25 @@ func (r *Runner) RunInterval(ctx context.Context, job *Job, iv Interval, o RunOp
 		return Outcome{Record: final, Ran: true}, fmt.Errorf("%s %s: %w", job.Name, iv, runErr)
 	}
 	return Outcome{Record: final, Ran: true}, nil
+}
+
+// awaitLease watches rec's interval, which another instance holds, until
+// its record changes (the holder lives: the interval is left to it) or
+// stays unchanged for a full lease (the holder died: the interval is
+// claimed). It polls every quarter lease, on this runner's clock.
+func (r *Runner) awaitLease(ctx context.Context, rec Record, o RunOptions) (*claim, *Record, error) {
+	seen := r.History.sighted(rec.Job, rec.Interval)
+	for {
+		if err := Sleep(ctx, r.clock(), r.ttl()/4); err != nil {
+			return nil, nil, err
+		}
+		now := r.clock().Now()
+		rec.LeaseUntil = now.Add(r.ttl())
+		c, existing, err := r.History.claim(ctx, rec, now, r.ttl(), o.Rerun)
+		if err != nil || c != nil || existing.Status != StatusRunning || r.History.sighted(rec.Job, rec.Interval) != seen {
+			return c, existing, err
+		}
+	}
 }
 
 // hold waits, holding the claim, until o.NotBefore (if set), and returns

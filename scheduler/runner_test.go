@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -278,9 +279,11 @@ func TestCancelARun(t *testing.T) {
 	}
 }
 
-// An instance that died mid-run leaves a running record whose lease
-// expires: another instance takes the interval over after the TTL, not
-// before, as attempt 2.
+// An instance that died mid-run leaves a running record that nobody
+// renews: another instance takes the interval over once it has seen the
+// record unchanged for a full lease on its own clock, not before, as
+// attempt 2. The dead instance's lease_until, written on its clock, is
+// not read: here it lies a day in the future.
 func TestLeaseTakeoverAfterTTL(t *testing.T) {
 	var runs atomic.Int32
 	p, h, kinds := lake(t, dailyPipeline, func(ctx context.Context, j *Job, iv Interval) (map[string]any, error) {
@@ -289,20 +292,23 @@ func TestLeaseTakeoverAfterTTL(t *testing.T) {
 	})
 	iv := p.Jobs["load"].Schedule.Latest(t0)
 	dead := Record{Job: "load", Interval: iv.Key(), Start: iv.Start, End: iv.End, ID: "dead", Attempt: 1,
-		Instance: "killed", Status: StatusRunning, Started: t0, LeaseUntil: t0.Add(time.Minute)}
+		Instance: "killed", Status: StatusRunning, Started: t0, LeaseUntil: t0.Add(24 * time.Hour)}
 	if _, err := h.put(context.Background(), dead, cloud.PutOptions{IfAbsent: true}); err != nil {
 		t.Fatal(err)
 	}
-	clock := NewFakeClock(t0.Add(59 * time.Second))
+	clock := NewFakeClock(t0)
 	r := &Runner{Pipeline: p, Kinds: kinds, History: h, Clock: clock, Instance: "b", LeaseTTL: time.Minute}
-	out, err := r.RunInterval(context.Background(), p.Jobs["load"], iv, RunOptions{Only: true})
-	if err != nil || out.Ran || runs.Load() != 0 {
-		t.Fatalf("before the TTL: ran=%v runs=%d err=%v", out.Ran, runs.Load(), err)
+	for _, wait := range []time.Duration{0, 59 * time.Second} {
+		clock.Set(t0.Add(wait))
+		out, err := r.RunInterval(context.Background(), p.Jobs["load"], iv, RunOptions{Only: true})
+		if err != nil || out.Ran || runs.Load() != 0 {
+			t.Fatalf("%s after first seeing it: ran=%v runs=%d err=%v", wait, out.Ran, runs.Load(), err)
+		}
 	}
-	clock.Set(t0.Add(61 * time.Second))
-	out, err = r.RunInterval(context.Background(), p.Jobs["load"], iv, RunOptions{Only: true})
+	clock.Set(t0.Add(time.Minute))
+	out, err := r.RunInterval(context.Background(), p.Jobs["load"], iv, RunOptions{Only: true})
 	if err != nil || !out.Ran || runs.Load() != 1 || out.Record.Attempt != 2 || out.Record.Instance != "b" {
-		t.Fatalf("after the TTL: %+v runs=%d err=%v", out, runs.Load(), err)
+		t.Fatalf("a lease after first seeing it: %+v runs=%d err=%v", out, runs.Load(), err)
 	}
 }
 
@@ -356,5 +362,84 @@ func TestDownstreamOfASkippedIntervalIsSkipped(t *testing.T) {
 	outs, err := r.Run(context.Background(), p.Jobs["sum"], iv, RunOptions{})
 	if err != nil || len(outs) != 1 || outs[0].Record.Status != StatusSkipped || outs[0].Record.Error != "upstream load: skipped" || ran {
 		t.Fatalf("outcomes %+v, %v (job ran: %v); want sum skipped, not run, no error", outs, err, ran)
+	}
+}
+
+// A rerun of a succeeded interval that is cancelled (the admin API, a
+// shutdown) leaves the success standing, with a note: before, the record
+// said cancelled, and the interval looked undone though its data was
+// there.
+func TestCancelledRerunKeepsTheSuccess(t *testing.T) {
+	var calls atomic.Int32
+	started := make(chan struct{}, 1)
+	p, h, kinds := lake(t, dailyPipeline, func(ctx context.Context, j *Job, iv Interval) (map[string]any, error) {
+		if calls.Add(1) == 1 {
+			return map[string]any{"rows": float64(7)}, nil
+		}
+		started <- struct{}{}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	r := &Runner{Pipeline: p, Kinds: kinds, History: h, Instance: "a"}
+	job := p.Jobs["load"]
+	iv := job.Schedule.Latest(t0)
+	first, err := r.RunInterval(context.Background(), job, iv, RunOptions{Only: true})
+	if err != nil || first.Record.Status != StatusSucceeded {
+		t.Fatalf("first run: %+v, %v", first, err)
+	}
+	done := wait(func() error {
+		_, err := r.RunInterval(context.Background(), job, iv, RunOptions{Only: true, Rerun: true})
+		return err
+	})
+	<-started
+	running := r.Running()
+	if len(running) != 1 || !r.Cancel(running[0].ID) {
+		t.Fatalf("no rerun to cancel: %+v", running)
+	}
+	if err := <-done; !errors.Is(err, ErrCancelled) {
+		t.Fatalf("rerun: %v, want ErrCancelled", err)
+	}
+	rec, _, err := h.Get(context.Background(), "load", iv.Key())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Status != StatusSucceeded || rec.Summary["rows"] != float64(7) || !rec.Ended.Equal(first.Record.Ended) || rec.Attempt != 2 ||
+		!strings.Contains(rec.Note, "rerun (attempt 2, instance a) cancelled") {
+		t.Fatalf("record after a cancelled rerun: %+v; want the first success, attempt 2, a note", rec)
+	}
+	// The interval is done: a plain run leaves it alone.
+	if out, err := r.RunInterval(context.Background(), job, iv, RunOptions{Only: true}); err != nil || out.Ran {
+		t.Fatalf("a run after the cancelled rerun: ran=%v err=%v; want it found done", out.Ran, err)
+	}
+}
+
+// One damaged run record does not hide the history: List returns the
+// others and an error naming the damaged one.
+func TestListSkipsAnUnreadableRecord(t *testing.T) {
+	p, h, kinds := lake(t, dailyPipeline, func(ctx context.Context, j *Job, iv Interval) (map[string]any, error) { return nil, nil })
+	r := &Runner{Pipeline: p, Kinds: kinds, History: h, Instance: "a"}
+	job := p.Jobs["load"]
+	ctx := context.Background()
+	for d := range 3 {
+		if _, err := r.RunInterval(ctx, job, job.Schedule.Latest(t0.AddDate(0, 0, -d)), RunOptions{Only: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bad := job.Schedule.Latest(t0.AddDate(0, 0, -1)).Key()
+	data := []byte(`{"job": "load", "status": "succ`)
+	if _, err := h.Store.Put(ctx, RunsPrefix+"load/"+bad, bytes.NewReader(data), int64(len(data)), cloud.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := h.List(ctx, "")
+	if !errors.Is(err, ErrUnreadableRecord) || !strings.Contains(err.Error(), "load/"+bad) {
+		t.Fatalf("List error %v; want ErrUnreadableRecord naming load/%s", err, bad)
+	}
+	if len(recs) != 2 {
+		t.Fatalf("List returned %d records, want the 2 readable ones", len(recs))
+	}
+	for _, rec := range recs {
+		if rec.Interval == bad {
+			t.Fatalf("the unreadable record %s was listed", bad)
+		}
 	}
 }

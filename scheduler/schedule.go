@@ -41,6 +41,10 @@ type Schedule struct {
 	zoneGiven bool
 }
 
+// scheduleProbe is where ParseSchedule looks for a spec's first ticks: a
+// leap year's start, so a February 29 job fires within robfig's reach.
+var scheduleProbe = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
 // ParseSchedule parses a robfig/cron spec: five fields or six with
 // seconds first, a descriptor (@daily, @every 5m), optionally prefixed
 // by CRON_TZ=Zone (or TZ=Zone).
@@ -53,15 +57,26 @@ func ParseSchedule(spec string) (*Schedule, error) {
 	case *cron.SpecSchedule:
 		utc := *s
 		utc.Location = time.UTC
+		// robfig finds the next match within five years or none: a spec
+		// with no tick in five years (0 0 30 2 *: February has no 30th)
+		// never fires, and its data intervals would be empty.
+		if first := utc.Next(scheduleProbe); first.IsZero() || utc.Next(first).IsZero() {
+			return nil, fmt.Errorf("it never fires: no date matches it")
+		}
 		given := strings.HasPrefix(strings.TrimSpace(spec), "CRON_TZ=") || strings.HasPrefix(strings.TrimSpace(spec), "TZ=")
-		return &Schedule{spec: &utc, loc: s.Location, zoneGiven: given}, nil
+		loc := s.Location
+		if !given {
+			loc = hostZone()
+		}
+		return &Schedule{spec: &utc, loc: loc, zoneGiven: given}, nil
 	case cron.ConstantDelaySchedule:
 		return &Schedule{every: s.Delay, loc: time.UTC}, nil
 	}
 	return nil, fmt.Errorf("unsupported schedule %q", spec)
 }
 
-// Location is the schedule's time zone (CRON_TZ=, else the local zone).
+// Location is the schedule's time zone: CRON_TZ=, else the host's,
+// named (see hostZone). A job counts its days (a rollup's) in it too.
 func (s *Schedule) Location() *time.Location { return s.loc }
 
 // ZoneGiven tells whether the spec named its time zone (CRON_TZ= or TZ=).

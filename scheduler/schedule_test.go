@@ -148,3 +148,38 @@ func TestFakeClockSleep(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A schedule no date matches never fires: it is refused when parsed (so
+// validate names it), where before sluice run executed a zero-length
+// interval in year 1 and reported success. One that fires rarely (a
+// February 29 job) is kept.
+func TestScheduleThatNeverFiresIsRefused(t *testing.T) {
+	for _, spec := range []string{"0 0 30 2 *", "0 0 31 4 *", "CRON_TZ=Europe/Paris 0 0 31 11 *", "0 0 0 30 2 *"} {
+		if _, err := ParseSchedule(spec); err == nil || !strings.Contains(err.Error(), "never fires") {
+			t.Errorf("ParseSchedule(%q) = %v; want it refused: never fires", spec, err)
+		}
+	}
+	s, err := ParseSchedule("0 0 29 2 *")
+	if err != nil {
+		t.Fatalf("a leap-day schedule: %v", err)
+	}
+	if iv := s.Latest(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)); iv.Start.Year() != 2020 || iv.End.Year() != 2024 {
+		t.Errorf("leap-day schedule's latest interval %s, want 2020-02-29 to 2024-02-29", iv)
+	}
+}
+
+// A spec without CRON_TZ ticks in the host's zone, by its name (Go calls
+// it "Local" whatever it is), so a job's days are counted in the same
+// named zone and a name recorded in a table means the same later.
+func TestScheduleWithoutZoneTakesTheHostsByName(t *testing.T) {
+	for tz, want := range map[string]string{"America/New_York": "America/New_York", ":Europe/Paris": "Europe/Paris", "": "UTC"} {
+		t.Setenv("TZ", tz)
+		s, err := ParseSchedule("0 2 * * *")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Location().String(); got != want || s.ZoneGiven() {
+			t.Errorf("TZ=%q: zone %q (given %v), want %q, not given", tz, got, s.ZoneGiven(), want)
+		}
+	}
+}

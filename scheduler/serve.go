@@ -201,7 +201,7 @@ func (s *Server) missed(ctx context.Context, job *Job, now time.Time) []dispatch
 	}
 	last, err := r.History.List(ctx, job.Name)
 	if err != nil {
-		r.log().Error("catch-up: read history", "job", job.Name, "error", err)
+		r.log().Error("catch-up: read history", "job", job.Name, "error", err) // unreadable records are skipped, the rest read
 	}
 	// Another instance that holds a live lease on one of the job's runs
 	// serves the job: nothing was missed while no instance ran, and the
@@ -308,7 +308,7 @@ func (s *Server) run(job *Job, st *jobState, d dispatch) {
 			r.log().Warn("run did not succeed", "job", job.Name, "interval", d.iv.String(), "error", err)
 		}
 		if len(outs) > 0 && !outs[0].Ran && outs[0].Record.Status == StatusRunning {
-			s.takeoverLater(job, d.iv, outs[0].Record.LeaseUntil)
+			s.takeoverLater(job, d.iv)
 		}
 		s.mu.Lock()
 		if len(st.queue) == 0 || s.stopCx.Err() != nil {
@@ -325,14 +325,26 @@ func (s *Server) run(job *Job, st *jobState, d dispatch) {
 	}
 }
 
-// takeoverLater looks at an interval another instance runs once its
-// lease would have expired: done by then, or renewed, it is left alone
-// (or looked at again); else this instance takes it over.
-func (s *Server) takeoverLater(job *Job, iv Interval, until time.Time) {
+// takeoverLater looks at an interval another instance runs again once its
+// lease would have ended, judged on this instance's clock from when it
+// first saw the record's current generation: done by then, or renewed,
+// it is left alone (or looked at again); else this instance takes it
+// over.
+func (s *Server) takeoverLater(job *Job, iv Interval) {
 	r := s.Runner
-	wait := until.Sub(r.clock().Now()) + time.Second
+	rec, etag, err := r.History.Get(s.stopCx, job.Name, iv.Key())
+	if err != nil || rec.Status != StatusRunning {
+		return
+	}
+	_, until := r.History.leaseExpired(rec, etag, r.clock().Now(), r.ttl())
+	s.lookAt(job, iv, until)
+}
+
+// lookAt calls lookAgain at until, unless the server stops first.
+func (s *Server) lookAt(job *Job, iv Interval, until time.Time) {
+	r := s.Runner
 	s.runs.Add(1)
-	stop := r.clock().AfterFunc(wait, func() {
+	stop := r.clock().AfterFunc(until.Sub(r.clock().Now()), func() {
 		s.runs.Add(1) // for the look, before this timer's Done
 		go func() {
 			defer s.runs.Done()
@@ -351,13 +363,19 @@ func (s *Server) lookAgain(job *Job, iv Interval) {
 	if s.stopCx.Err() != nil {
 		return
 	}
-	rec, _, err := s.Runner.History.Get(s.stopCx, job.Name, iv.Key())
-	switch {
-	case err != nil:
-		s.Runner.log().Warn("takeover: read run record", "job", job.Name, "interval", iv.String(), "error", err)
-	case rec.Status == StatusRunning && !s.Runner.clock().Now().After(rec.LeaseUntil):
-		s.takeoverLater(job, iv, rec.LeaseUntil)
-	case rec.Status == StatusRunning: // its lease expired: the instance died
-		s.dispatch(job, dispatch{iv: iv, trigger: "takeover"})
+	r := s.Runner
+	rec, etag, err := r.History.Get(s.stopCx, job.Name, iv.Key())
+	if err != nil {
+		r.log().Warn("takeover: read run record", "job", job.Name, "interval", iv.String(), "error", err)
+		return
 	}
+	if rec.Status != StatusRunning {
+		r.History.forget(job.Name, iv.Key())
+		return
+	}
+	if expired, until := r.History.leaseExpired(rec, etag, r.clock().Now(), r.ttl()); !expired {
+		s.lookAt(job, iv, until) // renewed: its instance lives
+		return
+	}
+	s.dispatch(job, dispatch{iv: iv, trigger: "takeover"}) // unchanged for a lease: the instance died
 }

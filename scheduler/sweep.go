@@ -79,8 +79,11 @@ func (s *Server) sweep(ctx context.Context) {
 					s.dispatch(job, dispatch{iv: iv, trigger: "upstream"})
 				}
 			default:
-				rec, ok := s.known(ctx, job.Name, iv, etag)
-				if ok && rec.Status == StatusRunning && now.After(rec.LeaseUntil) {
+				rec, etag, ok := s.known(ctx, job.Name, iv, etag)
+				if !ok || rec.Status != StatusRunning {
+					continue
+				}
+				if expired, _ := r.History.leaseExpired(rec, etag, now, r.ttl()); expired {
 					r.log().Info("run left with its lease expired: taking over", "job", job.Name, "interval", iv.String(), "instance", rec.Instance)
 					s.dispatch(job, dispatch{iv: iv, trigger: "takeover"})
 				}
@@ -119,22 +122,22 @@ func keyPrefixes(ivs []Interval) []string {
 	return out
 }
 
-// known returns job's record of iv: only its status when the record is
-// known final with this etag, else as read (and remembered when final);
-// ok false when it could not be read.
-func (s *Server) known(ctx context.Context, job string, iv Interval, etag string) (Record, bool) {
-	if st, ok := s.finals.status(job, iv.Key(), etag); ok {
-		return Record{Job: job, Interval: iv.Key(), Status: st}, true
+// known returns job's record of iv and its etag: only its status when
+// the record is known final with the listed etag, else as read (and
+// remembered when final); ok false when it could not be read.
+func (s *Server) known(ctx context.Context, job string, iv Interval, listed string) (rec Record, etag string, ok bool) {
+	if st, ok := s.finals.status(job, iv.Key(), listed); ok {
+		return Record{Job: job, Interval: iv.Key(), Status: st}, listed, true
 	}
 	rec, etag, err := s.Runner.History.Get(ctx, job, iv.Key())
 	if err != nil {
 		if !errors.Is(err, cloud.ErrNotFound) {
 			s.Runner.log().Warn("sweep: read run record", "job", job, "interval", iv.String(), "error", err)
 		}
-		return Record{}, false
+		return Record{}, "", false
 	}
 	s.finals.note(rec, etag)
-	return rec, true
+	return rec, etag, true
 }
 
 // upstreamsSucceeded tells whether every upstream's run of iv succeeded.
@@ -144,7 +147,7 @@ func (s *Server) upstreamsSucceeded(ctx context.Context, job *Job, iv Interval, 
 		if !ok {
 			return false
 		}
-		if rec, ok := s.known(ctx, up, iv, etag); !ok || rec.Status != StatusSucceeded {
+		if rec, _, ok := s.known(ctx, up, iv, etag); !ok || rec.Status != StatusSucceeded {
 			return false
 		}
 	}

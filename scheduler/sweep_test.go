@@ -73,8 +73,8 @@ func TestServeRunsDownstreamLeftByADeadInstance(t *testing.T) {
 // An instance died while it ran an interval that is long past the job's
 // latest (its run retried for a while, or every instance was down): an
 // instance started after the death, which never saw that run, finds its
-// record with the lease expired and takes the interval over once, on
-// attempt 2.
+// record running, sees it unchanged for a lease (a sweep later), and
+// takes the interval over once, on attempt 2.
 func TestServeTakesOverARunLeftBeforeItStarted(t *testing.T) {
 	var mu sync.Mutex
 	ran := map[string]int{}
@@ -100,6 +100,13 @@ func TestServeTakesOverARunLeftBeforeItStarted(t *testing.T) {
 	go func() { served <- s.Serve(ctx) }()
 	taken := make(chan struct{})
 	go func() { d.wait("load", left, 1); close(taken) }()
+	<-s.Ready() // the first sweep saw the record running
+	select {
+	case <-taken:
+		t.Fatal("the interval left running was taken over at first sight, before a lease passed")
+	default:
+	}
+	clock.Advance(time.Hour) // a lease later, the next sweep finds it unchanged
 	select {
 	case <-taken:
 	case <-time.After(time.Minute): // a bound on a hang, not a timing

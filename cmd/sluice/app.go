@@ -27,6 +27,9 @@ type app struct {
 	stopProfile    func()
 	started        time.Time
 	logger         *slog.Logger
+	// logHandler is logger's handler without the run: the scheduler's
+	// commands log many runs, each line with its own.
+	logHandler slog.Handler
 	// result is the command's --json summary, printed by run once the
 	// command returns: with "error" added when it failed.
 	result  map[string]any
@@ -138,6 +141,7 @@ func (a *app) setup(cmd *cobra.Command) error {
 	if stderrIsTTY() {
 		h = slog.NewTextHandler(a.stderr, opts)
 	}
+	a.logHandler = h
 	a.logger = slog.New(h).With("run", a.runID)
 	return nil
 }

@@ -35,7 +35,9 @@ type commandKind struct {
 	// job gives them.
 	// extra are the kind's options that are no flag of its command:
 	// each checks its option and reports whether it knows the key.
-	extra    func(o scheduler.Option) (known bool, msg string)
+	extra func(o scheduler.Option) (known bool, msg string)
+	// checkJob checks what spans options and the job (its schedule).
+	checkJob func(j *scheduler.Job) []*scheduler.OptionError
 	command  func(a *app) *cobra.Command
 	interval func(j *scheduler.Job, iv scheduler.Interval) []string
 }
@@ -49,7 +51,7 @@ func jobKinds() map[string]scheduler.Kind {
 			command: (*app).compactCommand, interval: compactInterval},
 		{name: "rollup", positional: "out", tables: []string{"out", "source"}, locations: []string{"snapshot"},
 			required: []string{"out", "source", "snapshot", "key", "time", "measure"},
-			command:  (*app).rollupCommand, interval: rollupInterval},
+			command:  (*app).rollupCommand, interval: rollupInterval, checkJob: rollupZone},
 		{name: "publish", positional: "table", tables: []string{"table"}, required: []string{"table", "to", "as"},
 			command: (*app).publishCommand},
 		{name: "vacuum", positional: "table", tables: []string{"table"}, required: []string{"table"},
@@ -104,25 +106,46 @@ func compactScope(o scheduler.Option) (bool, string) {
 	return true, ""
 }
 
-// rollupInterval rolls up through the interval's day, in the zone the
-// rollup counts days in: the job's tz option, else the zone its schedule
-// names (CRON_TZ=), which becomes --tz, so a daily job scheduled in
-// America/New_York rolls up New York days; else UTC, rollup's default.
+// rollupInterval rolls up through the interval's day, in the job's one
+// zone: the zone its schedule ticks in (CRON_TZ=, else the host's, by
+// name), which becomes --tz unless the job's tz option names it already
+// (rollupZone refuses a tz that differs). A daily job scheduled at 01:00
+// on a host in America/New_York rolls up New York days through the day
+// before the tick; counted in UTC, as before, it stopped a day short
+// wherever the local day and the UTC one differ at the tick.
 func rollupInterval(j *scheduler.Job, iv scheduler.Interval) []string {
 	var args []string
-	loc := time.UTC
-	if o, ok := j.Option("tz"); ok {
-		if l, err := time.LoadLocation(o.Value); err == nil {
-			loc = l
-		}
-	} else if j.Schedule.ZoneGiven() {
-		loc = j.Schedule.Location()
+	loc := j.Schedule.Location()
+	if _, ok := j.Option("tz"); !ok {
 		args = append(args, "--tz", loc.String())
 	}
 	if _, ok := j.Option("through"); !ok {
 		args = append(args, "--through", iv.Start.In(loc).Format(time.DateOnly))
 	}
 	return args
+}
+
+// rollupZone refuses a rollup job whose tz option differs from the zone
+// its schedule ticks in: one zone per job, or its intervals and its days
+// would not line up.
+func rollupZone(j *scheduler.Job) []*scheduler.OptionError {
+	o, ok := j.Option("tz")
+	if !ok || j.Schedule == nil {
+		return nil
+	}
+	tz, err := time.LoadLocation(o.Value)
+	if err != nil {
+		return nil // the flag's own check names it
+	}
+	sched := j.Schedule.Location()
+	if tz.String() == sched.String() {
+		return nil
+	}
+	where := "CRON_TZ=" + sched.String()
+	if !j.Schedule.ZoneGiven() {
+		where = "the host's zone, " + sched.String() + ", as it has no CRON_TZ"
+	}
+	return []*scheduler.OptionError{{Key: "tz", Msg: fmt.Sprintf("%s differs from the zone the job's schedule ticks in (%s): give the schedule CRON_TZ=%s, or drop tz (one zone per job, for its intervals and its days)", o.Value, where, o.Value)}}
 }
 
 func kebab(key string) string { return strings.ReplaceAll(key, "_", "-") }
@@ -181,6 +204,9 @@ func (k *commandKind) Check(p *scheduler.Pipeline, j *scheduler.Job) []*schedule
 		if _, ok := j.Option(req); !ok {
 			bad(req, "missing: %s needs %s", k.name, strings.Join(k.required, ", "))
 		}
+	}
+	if k.checkJob != nil {
+		errs = append(errs, k.checkJob(j)...)
 	}
 	return errs
 }

@@ -3,7 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -28,7 +30,7 @@ func (f *runnerFlags) add(cmd *cobra.Command, running bool) {
 		return
 	}
 	cmd.Flags().StringVar(&f.instance, "instance", "", "this instance's name in run records (default: SLUICE_INSTANCE, else host and pid)")
-	cmd.Flags().DurationVar(&f.leaseTTL, "lease-ttl", scheduler.DefaultLeaseTTL, "how long a run's claim holds without a heartbeat; another instance takes the interval over after it")
+	cmd.Flags().DurationVar(&f.leaseTTL, "lease-ttl", scheduler.DefaultLeaseTTL, "how long a run's claim holds without a heartbeat: another instance takes the interval over once it has seen the run's record unchanged that long, on its own clock (run and backfill wait that long on an interval running elsewhere whose record does not change)")
 	cmd.Flags().BoolVar(&f.only, "only", false, "run the job alone, not the jobs after it")
 }
 
@@ -56,8 +58,14 @@ func (a *app) runner(cmd *cobra.Command, f *runnerFlags) (*scheduler.Runner, fun
 	if err != nil {
 		return nil, nil, fmt.Errorf("open lake: %w", err)
 	}
+	// The runner's lines name their run themselves; a.logger names this
+	// process's, which a line about a job's run must not repeat.
+	logger := a.logger
+	if a.logHandler != nil && cmd.Name() != "serve" {
+		logger = slog.New(a.logHandler)
+	}
 	r := &scheduler.Runner{Pipeline: p, Kinds: jobKinds(), History: &scheduler.History{Store: st},
-		Instance: instanceName(f.instance), LeaseTTL: f.leaseTTL, Logger: a.logger}
+		Instance: instanceName(f.instance), LeaseTTL: f.leaseTTL, Logger: logger}
 	return r, func() { st.Close() }, nil
 }
 
@@ -175,7 +183,7 @@ Exit 1 when a run failed; its record holds the error.`,
 					iv = ivs[0]
 				}
 			}
-			outs, runErr := r.Run(cmd.Context(), job, iv, scheduler.RunOptions{Rerun: f.rerun, Only: f.only, Trigger: "run"})
+			outs, runErr := r.Run(cmd.Context(), job, iv, scheduler.RunOptions{Rerun: f.rerun, Only: f.only, Trigger: "run", AwaitLease: true})
 			a.reportRuns("run", job, outs)
 			return runErr
 		},
@@ -238,7 +246,7 @@ parallel: in the file allows that many.`,
 			if !end.After(start) {
 				return usageError{cmd: "backfill", err: fmt.Errorf("backfill: --to %s is before --from %s", to, from)}
 			}
-			outs, runErr := r.Backfill(cmd.Context(), job, start, end, parallel, scheduler.RunOptions{Rerun: f.rerun, Only: f.only, Trigger: "backfill"})
+			outs, runErr := r.Backfill(cmd.Context(), job, start, end, parallel, scheduler.RunOptions{Rerun: f.rerun, Only: f.only, Trigger: "backfill", AwaitLease: true})
 			a.reportRuns("backfill", job, outs)
 			if runErr != nil {
 				return fmt.Errorf("backfill %s: %w", job.Name, runErr)
@@ -277,6 +285,15 @@ skipped), attempt, instance, start, end, error and the job's summary (with
 				}
 			}
 			recs, err := r.History.List(cmd.Context(), job)
+			// A damaged record is named and skipped: it must not hide
+			// the history an on-call engineer came to read.
+			unreadable := []string{}
+			if errors.Is(err, scheduler.ErrUnreadableRecord) {
+				unreadable, err = strings.Split(err.Error(), "\n"), nil
+				for _, u := range unreadable {
+					a.logger.Warn("skipped an unreadable run record", "error", u)
+				}
+			}
 			if err != nil {
 				return err
 			}
@@ -304,7 +321,7 @@ skipped), attempt, instance, start, end, error and the job's summary (with
 					rec.Attempt, textName(rec.Instance), started, secs, textName(rec.Error))
 			}
 			tw.Flush()
-			return a.summary(map[string]any{"command": "runs", "runs": runs})
+			return a.summary(map[string]any{"command": "runs", "runs": runs, "unreadable": unreadable})
 		},
 	}
 	f.add(cmd, false)

@@ -27,6 +27,7 @@ func TestValidateBadPipelines(t *testing.T) {
 		"duplicate_option.yaml":  `:10:7: jobs.compact-events.compact.min_input_files: duplicate key (first at line 9)`,
 		"kebab_option.yaml":      `:7:30: jobs.compact-events.compact.include-current: unknown option: options are snake_case (include_current)`,
 		"missing_option.yaml":    `:7:5: jobs.ingest-events.ingest.from: missing`,
+		"never_fires.yaml":       `:6:15: jobs.compact-events.schedule: bad cron spec "0 0 30 2 *": it never fires: no date matches it`,
 		"no_kind.yaml":           `:5:3: jobs.compact-events: no job kind`,
 		"no_schedule.yaml":       `:5:3: jobs.compact-events: no schedule and no after`,
 		"not_yaml.yaml":          `:3:1: not valid YAML`,
