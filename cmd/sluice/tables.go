@@ -319,7 +319,8 @@ func (a *app) rollbackCommand() *cobra.Command {
 		Short: "Commit a new version whose content is version N's",
 		Long: `Commit a new version whose content (schema, files, source checkpoints) is
 version N's. History is kept: the rollback is itself a version, and can be
-rolled back. Fails, committing nothing, if a file of version N was vacuumed.`,
+rolled back. Fails, committing nothing, if a file of version N no longer
+exists (vacuumed, or deleted from the folder an import adopted it in).`,
 		Args: exactArgs(1, "TABLE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch {

@@ -279,3 +279,32 @@ func TestImportFromAnotherFolder(t *testing.T) {
 		}
 	}
 }
+
+// Regression (review item 9): rollback checked only the files under the
+// table's root, so after a file adopted from another folder was deleted,
+// `rollback --to 1` committed a version whose files do not all exist. It
+// fails, exit 1, naming the file, and commits nothing.
+func TestRollbackRefusesMissingFileOfAnotherFolder(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "spark")
+	copyDir(t, filepath.Join(repoRoot(t), "testdata", "sample", "events"), src)
+	days, _ := filepath.Glob(filepath.Join(src, "date=*"))
+	slices.Sort(days)
+	later := filepath.Join(t.TempDir(), "later")
+	if err := os.Rename(days[len(days)-1], later); err != nil {
+		t.Fatal(err)
+	}
+	table := filepath.Join(t.TempDir(), "events")
+	mustSluice(t, "import", table, "--from", src)
+	v1 := lines(mustSluice(t, "files", table).stdout)
+	if err := os.Rename(later, days[len(days)-1]); err != nil {
+		t.Fatal(err)
+	}
+	mustSluice(t, "import", table, "--from", src) // version 2: the last day too
+	if err := os.Remove(v1[0]); err != nil {
+		t.Fatal(err)
+	}
+	failsWithOneLine(t, sluice(t, nil, "rollback", table, "--to", "1"), "rollback to version 1", v1[0], "data file missing")
+	if out := mustSluice(t, "history", table, "--json").stdout; strings.Contains(out, `"rollback"`) {
+		t.Fatalf("a rollback was committed: %s", out)
+	}
+}
