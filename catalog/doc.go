@@ -23,6 +23,10 @@
 // untouched partitions. A page past Options.MaxPartitionsPerPage is split
 // into pages of half as many.
 //
+// Import adopts a folder's Parquet files by listing it, so it refuses a
+// folder that is, or holds, a table whose log says which of its files are
+// live (Delta Lake, Iceberg, a Spark streaming sink): see ErrTableLog.
+//
 // The catalog never deletes a data file as part of a commit; replaced files
 // are left for Vacuum, which removes them once no retained version
 // references them and they are older than the retention. The format is

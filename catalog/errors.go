@@ -18,4 +18,11 @@ var (
 	// ErrMissingFile: a version references a data file that no longer
 	// exists (vacuumed or deleted by hand).
 	ErrMissingFile = errors.New("data file missing")
+	// ErrTableLog: import refused a folder that is, or holds, a table of
+	// another format whose log says which of its files are live (Delta
+	// Lake's _delta_log/, an Iceberg table's metadata/, a Spark Structured
+	// Streaming sink's _spark_metadata/). Adopting every Parquet file
+	// found would bring back rows that log deleted or adopt a failed
+	// write's output; nothing is committed.
+	ErrTableLog = errors.New("sluice cannot read this log yet")
 )

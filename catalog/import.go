@@ -47,11 +47,57 @@ func isDataFile(key string) bool {
 		return false
 	}
 	for _, seg := range strings.Split(key, "/") {
-		if strings.HasPrefix(seg, ".") || (strings.HasPrefix(seg, "_") && !strings.Contains(seg, "=")) {
+		if hiddenName(seg) {
 			return false
 		}
 	}
 	return true
+}
+
+// hiddenName reports whether a folder or file name is one that Spark's
+// file index skips.
+func hiddenName(seg string) bool {
+	return strings.HasPrefix(seg, ".") || (strings.HasPrefix(seg, "_") && !strings.Contains(seg, "="))
+}
+
+// A table log is a folder whose files, not a listing, say which data files
+// of a table are live: Delta Lake's _delta_log/, an Iceberg table's
+// metadata/ and a Spark Structured Streaming sink's _spark_metadata/.
+// What a glob of such a table finds besides its live files is not news:
+// files a delete, a MERGE, an OPTIMIZE or an overwrite removed (the log
+// removed them; the files stay until that format's vacuum), and the partial
+// output of a failed streaming batch, which no log entry ever committed.
+type tableLog struct {
+	dir  string // the log folder, relative to the folder listed
+	what string // what it is, for the error
+	why  string // what a glob of its table would do
+}
+
+// findTableLog reports the table log that key (relative to a folder being
+// imported) lies in, if any: anywhere below the folder, since a table
+// nested inside it would be globbed as well. A log under a hidden folder
+// (sluice's own Iceberg mirror in _iceberg/, a Spark _temporary/ folder)
+// belongs to files that import never globs, and does not count.
+func findTableLog(key string) (tableLog, bool) {
+	if !strings.Contains(key, "_delta_log/") && !strings.Contains(key, "_spark_metadata/") &&
+		!strings.HasSuffix(key, ".metadata.json") {
+		return tableLog{}, false
+	}
+	segs := strings.Split(key, "/")
+	for i, seg := range segs[:len(segs)-1] {
+		dir := strings.Join(segs[:i+1], "/")
+		switch {
+		case seg == "_delta_log":
+			return tableLog{dir, "a Delta Lake log", "globbing would bring back rows it deleted"}, true
+		case seg == "_spark_metadata":
+			return tableLog{dir, "a Spark Structured Streaming sink's log", "globbing would adopt the partial output of a failed batch"}, true
+		case seg == "metadata" && i == len(segs)-2 && strings.HasSuffix(segs[i+1], ".metadata.json"):
+			return tableLog{dir, "an Iceberg table's metadata", "globbing would bring back rows it deleted"}, true
+		case hiddenName(seg):
+			return tableLog{}, false
+		}
+	}
+	return tableLog{}, false
 }
 
 // ImportOptions tune Import.
@@ -72,6 +118,12 @@ type ImportOptions struct {
 // rollback dropped stays on disk until vacuum, and is history, not news
 // (adopting it again would count its rows twice). A file the table's
 // schema cannot read fails the whole import and nothing is committed.
+//
+// A folder that is, or holds below it, a table whose log says which files
+// are live (Delta Lake's _delta_log/, an Iceberg table's metadata/, a Spark
+// Structured Streaming sink's _spark_metadata/) is refused with
+// ErrTableLog, naming the log: a glob of it would bring back what the log
+// removed. Reading those logs is not done yet.
 func (t *Table) Import(ctx context.Context, from string, o ImportOptions) (ImportResult, error) {
 	var res ImportResult
 	src := t.store
@@ -156,12 +208,22 @@ func (t *Table) importCandidates(ctx context.Context, from string, src cloud.Sto
 	}
 
 	var infos []cloud.ObjectInfo
+	var found *tableLog
+	errLog := errors.New("a table log") // stops the listing at the first one
 	err = src.List(ctx, "", func(o cloud.ObjectInfo) error {
+		if l, ok := findTableLog(o.Key); ok {
+			found = &l
+			return errLog
+		}
 		if isDataFile(o.Key) {
 			infos = append(infos, o)
 		}
 		return nil
 	})
+	if found != nil {
+		return nil, nil, nil, fmt.Errorf("import %s: %s is %s: it, not the folder's files, says which are live (%s): %w",
+			from, src.URL(found.dir), found.what, found.why, ErrTableLog)
+	}
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("import %s: list: %w", from, err)
 	}

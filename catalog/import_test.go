@@ -31,9 +31,9 @@ func importRows() [][]any {
 	return rows
 }
 
-// importedTable writes a Hive folder of four Parquet files (two a day) at
-// loc and imports it in place, as `sluice import T --from T` does.
-func importedTable(t *testing.T, loc string) *catalog.Table {
+// writeImportFolder writes a Hive folder of four Parquet files (two a
+// day, importRows) at loc, as Spark would.
+func writeImportFolder(t *testing.T, loc string) {
 	t.Helper()
 	ctx := context.Background()
 	st, err := cloud.Open(ctx, loc)
@@ -49,6 +49,14 @@ func importedTable(t *testing.T, loc string) *catalog.Table {
 			t.Fatal(err)
 		}
 	}
+}
+
+// importedTable writes the folder of writeImportFolder at loc and imports
+// it in place, as `sluice import T --from T` does.
+func importedTable(t *testing.T, loc string) *catalog.Table {
+	t.Helper()
+	ctx := context.Background()
+	writeImportFolder(t, loc)
 	tbl, err := catalog.Open(ctx, loc, catalog.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -22,8 +22,9 @@ func (t *Table) Create(ctx context.Context, schema Schema, spec PartitionSpec, p
 }
 
 // Rollback commits a new version whose content is version to's. It first
-// checks that every file of that version still exists, so a rollback never
-// points the table at files a vacuum already deleted.
+// checks that every file of that version still exists, under the table's
+// root or wherever an import adopted it in place, so a rollback never
+// points the table at files a vacuum, or anyone, deleted.
 func (t *Table) Rollback(ctx context.Context, to int64, runID string) (*Manifest, error) {
 	target, err := t.Manifest(ctx, to)
 	if err != nil {
@@ -39,17 +40,22 @@ func (t *Table) Rollback(ctx context.Context, to int64, runID string) (*Manifest
 	return t.Commit(ctx, Change{Operation: "rollback", RunID: runID, RestoreFrom: target})
 }
 
+// checkFilesExist stats every file, ReadConcurrency at a time, and fails
+// with ErrMissingFile naming the first found missing. A file adopted from
+// outside the table's root is asked of its own store: it is as much the
+// version's as the others, and its folder is not the table's to keep.
 func (t *Table) checkFilesExist(ctx context.Context, files []DataFile) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(t.opts.ReadConcurrency)
 	for _, f := range files {
-		if isAbsoluteLocation(f.Path) {
-			continue // adopted from outside the table root: not ours to check cheaply
-		}
 		g.Go(func() error {
-			_, err := t.store.Stat(gctx, f.Path)
+			st, key, err := t.DataFileStore(gctx, f)
+			if err != nil {
+				return fmt.Errorf("%s: %w", t.FileURL(f), err)
+			}
+			_, err = st.Stat(gctx, key)
 			if errors.Is(err, cloud.ErrNotFound) {
-				return fmt.Errorf("%s: %w", t.store.URL(f.Path), ErrMissingFile)
+				return fmt.Errorf("%s: %w", t.FileURL(f), ErrMissingFile)
 			}
 			return err
 		})

@@ -207,6 +207,9 @@ var outputSpec = catalog.PartitionSpec{Fields: []catalog.PartitionField{
 // place of the output's partitions from the grid's first day on, with the
 // state they reflect.
 func (r *run) commit(ctx context.Context, g *grid, ki *keyIndex) error {
+	if err := g.checkRange(ki); err != nil {
+		return fmt.Errorf("rollup to %s: %w", cloud.Redact(r.out.Location()), err)
+	}
 	sch, spec := r.j.out, outputSpec
 	if r.om != nil && r.om.Spec.String() != spec.String() {
 		return fmt.Errorf("output %s is partitioned by %s: a rollup output is partitioned by day(date)", cloud.Redact(r.out.Location()), r.om.Spec)

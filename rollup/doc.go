@@ -23,7 +23,11 @@
 //     rows are read, as any engine adds floats in some order. Over a
 //     decimal(p, s) column of up to 18 digits, sums are exact (128-bit)
 //     decimal(38, s), as SQL's SUM gives them, from a base of scale s;
-//     min and max keep the column's type.
+//     min and max keep the column's type. An int64 sum (a day's, or a
+//     running total) is exact whatever order the events are added in, and
+//     one that does not fit int64 (or a decimal sum past 38 digits) fails
+//     the run with ErrOverflow, naming the measure, the key and the day,
+//     before anything is written.
 //   - Events dated on or before the snapshot day are already counted in
 //     the snapshot: they are not added again, and Result counts them.
 //

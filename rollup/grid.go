@@ -27,6 +27,9 @@ type grid struct {
 	vals  [][]int64
 	fvals [][]float64
 	has   [][]bool
+	// wraps[m] counts, for an int64 sum or sum_day, how often a cell's
+	// sum passed an end of int64 (see sumInts); nil for other measures.
+	wraps []map[int64]int64
 	// cells is scratch: each row's cell, -1 for a row not counted.
 	cells []int64
 }
@@ -34,8 +37,12 @@ type grid struct {
 func newGrid(ms []Measure, first, days int64, b *base) *grid {
 	keys := b.ki.len()
 	g := &grid{measures: ms, first: first, days: days, base: b.vals, fbase: b.fvals, bhi: b.his,
-		vals: make([][]int64, len(ms)), fvals: make([][]float64, len(ms)), vhi: make([][]int64, len(ms)), has: make([][]bool, len(ms))}
+		vals: make([][]int64, len(ms)), fvals: make([][]float64, len(ms)), vhi: make([][]int64, len(ms)), has: make([][]bool, len(ms)),
+		wraps: make([]map[int64]int64, len(ms))}
 	for m, ms := range ms {
+		if ms.intSum() {
+			g.wraps[m] = map[int64]int64{}
+		}
 		switch {
 		case ms.Func.Running() && ms.float:
 			for len(g.fbase[m]) < keys {
@@ -183,13 +190,18 @@ func (g *grid) fold(m int, col *colData) {
 		}
 		return
 	}
+	if g.measures[m].intSum() {
+		sumInts(g.cells, g.vals[m], col.ints, col.valid, g.wraps[m])
+		return
+	}
 	foldColumn(g.measures[m].Func, g.cells, g.vals[m], g.has[m], col.ints, col.valid)
 }
 
 // foldColumn folds the values x (valid where ok) of one measure into the
 // cells v, one loop per function; has marks the cells a min or max has
 // seen. Generic over the two number kinds a measure holds, compiled once
-// for each.
+// for each; an int64 sum goes through sumInts instead, which counts its
+// wraps.
 func foldColumn[T int64 | float64](fn Func, cells []int64, v []T, has []bool, x []T, ok []bool) {
 	switch fn {
 	case Sum, SumDay:
@@ -254,6 +266,8 @@ func (g *grid) rows(ki *keyIndex, d int64, running totals) [][]any {
 			case ms.dec:
 				row = append(row, formatDecimal128(hiOf(g.vals[m][c]), g.vals[m][c], ms.src.Scale))
 			case ms.Func == Sum:
+				// Exact even when the day's sum wrapped: checkRange
+				// found the total inside int64, and int64 adds mod 2^64.
 				running.ints[m][k] += g.vals[m][c]
 				row = append(row, running.ints[m][k])
 			case ms.float:

@@ -191,3 +191,6 @@ func (m Measure) valueType() catalog.Type {
 
 // wide tells whether measure m's cells are 128-bit decimal sums.
 func (m Measure) wide() bool { return m.dec && (m.Func == Sum || m.Func == SumDay) }
+
+// intSum tells an int64 sum or sum_day, whose cells may wrap (see sumInts).
+func (m Measure) intSum() bool { return !m.dec && !m.float && (m.Func == Sum || m.Func == SumDay) }

@@ -27,7 +27,10 @@ of every day up to that one; count(), min(col), max(col) and sum_day(col)
 are per-day values. A measure over an int32 or int64 column is int64, over
 a float64 column float64; over a decimal(p,s) column (p <= 18) sums are
 exact decimal(38,s), min and max decimal(p,s). Events on or before the snapshot day are already in the
-snapshot: they are not added again, and --json counts them.
+snapshot: they are not added again, and --json counts them. A sum that does
+not fit its column (an int64 day's sum or running total, a decimal past 38
+digits) fails the run, naming the measure, the key and the day, and nothing
+is written.
 
 The snapshot (LOC) is a sluice table, a Parquet file or a CSV file (with a
 header line) with the key columns,

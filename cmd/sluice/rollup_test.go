@@ -133,3 +133,21 @@ func TestRollupCommandBadInput(t *testing.T) {
 	}
 	failsWithOneLine(t, sluice(t, nil, "files", out), "table not found")
 }
+
+// Regression (review item 5): two events of 9.2e18 on one day gave a
+// negative total, exit 0. The run fails, exit 1, in one line naming the
+// measure, the key and the day, and commits nothing.
+func TestRollupCommandOverflow(t *testing.T) {
+	dir := t.TempDir()
+	d0 := time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC)
+	src := filepath.Join(dir, "events")
+	const big = int64(9_200_000_000_000_000_000)
+	rollupTable(t, src, "list:int64,amount:int64,at:timestamp", "day(at)", [][]any{
+		{int64(7), big, d0.Add(30 * time.Hour)}, {int64(7), big, d0.Add(31 * time.Hour)}})
+	rollupTable(t, filepath.Join(dir, "snap"), "list:int64,total:int64,date:date", "", [][]any{{int64(7), int64(0), d0}})
+	out := filepath.Join(dir, "out")
+	r := sluice(t, nil, "rollup", out, "--source", src, "--snapshot", filepath.Join(dir, "snap"),
+		"--key", "list", "--time", "at", "--measure", "total=sum(amount)")
+	failsWithOneLine(t, r, "measure total=sum(amount), key (7), 2024-06-02", "does not fit in int64")
+	failsWithOneLine(t, sluice(t, nil, "files", out), "table not found")
+}

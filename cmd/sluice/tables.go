@@ -127,7 +127,13 @@ read fails the import and nothing is committed. A file a compaction replaced
 or a rollback dropped is history, not news, and is never adopted again; nor
 is a file sluice wrote under TABLE that no version lists (the output of a
 crashed or running writer): vacuum removes those. Folders and files starting with _ or . are
-skipped, as Spark and Delta use them for metadata.`,
+skipped, as Spark and Delta use them for metadata.
+
+A folder that is, or holds, a table whose log says which files are live is
+refused, naming the log: Delta Lake's _delta_log/, an Iceberg table's
+metadata/*.metadata.json, a Spark Structured Streaming sink's
+_spark_metadata/. Globbing it would bring back rows the log deleted (or a
+failed batch's output), and sluice cannot read those logs yet.`,
 		Example: `  sluice import ./lake/events --from ./lake/events`,
 		Args:    exactArgs(1, "TABLE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -319,7 +325,8 @@ func (a *app) rollbackCommand() *cobra.Command {
 		Short: "Commit a new version whose content is version N's",
 		Long: `Commit a new version whose content (schema, files, source checkpoints) is
 version N's. History is kept: the rollback is itself a version, and can be
-rolled back. Fails, committing nothing, if a file of version N was vacuumed.`,
+rolled back. Fails, committing nothing, if a file of version N no longer
+exists (vacuumed, or deleted from the folder an import adopted it in).`,
 		Args: exactArgs(1, "TABLE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch {

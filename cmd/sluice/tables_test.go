@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -114,9 +116,9 @@ func TestHistoryAndRollback(t *testing.T) {
 	}
 }
 
-// Every folder of Spark-written fixtures imports, or is refused with an
-// error naming the file and the column; what imports reads back the same
-// through DuckDB.
+// Every folder of Spark-written fixtures, without its Delta log, imports,
+// or is refused with an error naming the file and the column; what imports
+// reads back the same through DuckDB.
 func TestImportSparkFixtures(t *testing.T) {
 	entries, err := os.ReadDir(sparkDir(t))
 	if err != nil {
@@ -129,7 +131,15 @@ func TestImportSparkFixtures(t *testing.T) {
 		t.Run(e.Name(), func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), e.Name())
 			copyDir(t, filepath.Join(sparkDir(t), e.Name()), dir)
-			r := sluice(t, nil, "import", dir, "--from", dir, "--json")
+			// Each folder is a Delta table: while its log is there,
+			// the log, not a glob, says which files are live.
+			r := sluice(t, nil, "import", dir, "--from", dir)
+			failsWithOneLine(t, r, filepath.Join(dir, "_delta_log")+" is a Delta Lake log")
+			// Without it, the folder is Spark's plain Parquet output.
+			if err := os.RemoveAll(filepath.Join(dir, "_delta_log")); err != nil {
+				t.Fatal(err)
+			}
+			r = sluice(t, nil, "import", dir, "--from", dir, "--json")
 			// Only Delta's date -> timestamp_ntz widening is refused, by
 			// design (see testdata/spark-written/README.md); every other
 			// folder, the nested ones included, imports.
@@ -277,5 +287,51 @@ func TestImportFromAnotherFolder(t *testing.T) {
 		if _, err := os.Stat(f); err != nil {
 			t.Fatalf("vacuum removed %s outside the table", f)
 		}
+	}
+}
+
+// Regression (review item 11): import of a Delta Lake folder adopted every
+// Parquet file in it, those its log removed included (111 rows where Delta
+// reads 41). It is refused, exit 1, with one line naming the log, and no
+// table is created.
+func TestImportRefusesDeltaTable(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "deletes")
+	copyDir(t, filepath.Join(repoRoot(t), "testdata", "delta", "basic-with-inserts-deletes-checkpoint"), dir)
+	r := sluice(t, nil, "import", dir, "--from", dir, "--json")
+	failsWithOneLine(t, r, "import "+dir+": "+filepath.Join(dir, "_delta_log")+" is a Delta Lake log", "rows it deleted")
+	if !strings.Contains(r.stdout, `"error"`) {
+		t.Fatalf("--json on failure: %q, want an error object", r.stdout)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "_sluice")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("after the refusal %s/_sluice: %v, want none", dir, err)
+	}
+}
+
+// Regression (review item 9): rollback checked only the files under the
+// table's root, so after a file adopted from another folder was deleted,
+// `rollback --to 1` committed a version whose files do not all exist. It
+// fails, exit 1, naming the file, and commits nothing.
+func TestRollbackRefusesMissingFileOfAnotherFolder(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "spark")
+	copyDir(t, filepath.Join(repoRoot(t), "testdata", "sample", "events"), src)
+	days, _ := filepath.Glob(filepath.Join(src, "date=*"))
+	slices.Sort(days)
+	later := filepath.Join(t.TempDir(), "later")
+	if err := os.Rename(days[len(days)-1], later); err != nil {
+		t.Fatal(err)
+	}
+	table := filepath.Join(t.TempDir(), "events")
+	mustSluice(t, "import", table, "--from", src)
+	v1 := lines(mustSluice(t, "files", table).stdout)
+	if err := os.Rename(later, days[len(days)-1]); err != nil {
+		t.Fatal(err)
+	}
+	mustSluice(t, "import", table, "--from", src) // version 2: the last day too
+	if err := os.Remove(v1[0]); err != nil {
+		t.Fatal(err)
+	}
+	failsWithOneLine(t, sluice(t, nil, "rollback", table, "--to", "1"), "rollback to version 1", v1[0], "data file missing")
+	if out := mustSluice(t, "history", table, "--json").stdout; strings.Contains(out, `"rollback"`) {
+		t.Fatalf("a rollback was committed: %s", out)
 	}
 }
