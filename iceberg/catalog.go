@@ -132,7 +132,7 @@ func (c *Catalog) loadOrCreate(ctx context.Context, ident table.Identifier, tbl 
 	}
 	loc := fileLocation(tbl.Store().URL(MetadataFolder))
 	it, err = c.cat.CreateTable(ctx, ident, sch, icecat.WithLocation(loc), icecat.WithPartitionSpec(&spec),
-		icecat.WithProperties(ice.Properties{"format-version": "2"}))
+		icecat.WithProperties(ice.Properties{"format-version": "2", PropGCEnabled: "false"}))
 	if errors.Is(err, icecat.ErrTableAlreadyExists) {
 		// A rival sync created it first.
 		it, err = c.cat.LoadTable(ctx, ident)

@@ -12,7 +12,12 @@
 // at any point leaves either the previous snapshot or the new one current,
 // never a half-made one.
 //
-// Files: sync.go Sync and the per-version snapshot; catalog.go the SQL
+// The mirror is gc.enabled=false, since its data files are sluice's:
+// Iceberg's own snapshot expiry (iceberg-go's, Spark's) refuses to run on
+// it, and Retain expires its snapshots for vacuum without deleting a file.
+//
+// Files: sync.go Sync and the per-version snapshot; owner.go the
+// properties every mirror carries; catalog.go the SQL
 // catalog and creating the mirror; schema.go the type and partition
 // mapping; evolve.go new columns; retain.go expiring snapshots with
 // vacuum's retention and the files the others reference; settings.go the

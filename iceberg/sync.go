@@ -65,7 +65,8 @@ var ErrSchemaChanged = errors.New("schema or partitioning changed")
 // Sync brings the Iceberg mirror of tbl in cat up to tbl's newest version:
 // each version after the one the mirror's current snapshot records becomes
 // one snapshot, in order. It is idempotent, and resumes where a crashed or
-// interrupted sync stopped.
+// interrupted sync stopped. The mirror is kept gc.enabled=false; a
+// mirror made before gets it at its next sync.
 func Sync(ctx context.Context, tbl *catalog.Table, cat *Catalog, opts Options) (Result, error) {
 	ident := table.Identifier{opts.Namespace, opts.Name}
 	res := Result{Identifier: strings.Join(ident, ".")}
@@ -82,6 +83,9 @@ func Sync(ctx context.Context, tbl *catalog.Table, cat *Catalog, opts Options) (
 	}
 	it, created, err := cat.loadOrCreate(ctx, ident, tbl, first)
 	if err != nil {
+		return res, err
+	}
+	if it, err = withMirrorProperties(ctx, it); err != nil {
 		return res, err
 	}
 	res.Created = created
