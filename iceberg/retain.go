@@ -32,13 +32,26 @@ type RetainResult struct {
 // not delete. Expired snapshots' data files are never deleted here (they
 // are sluice's, and vacuum decides); their Iceberg manifests stay too, as
 // earlier metadata files name them. On a dry run nothing is committed,
-// and the files are those of the snapshots an expiry would keep.
+// and the files are those of the snapshots an expiry would keep. An
+// Iceberg table that does not mirror tbl (ErrAnotherTable), or is not the
+// one opts.TableUUID names (ErrMirroredElsewhere), is refused.
 func Retain(ctx context.Context, tbl *catalog.Table, cat *Catalog, opts Options, cutoff time.Time, dryRun bool) (RetainResult, error) {
 	var res RetainResult
 	ident := table.Identifier{opts.Namespace, opts.Name}
 	it, err := cat.Load(ctx, ident)
 	if err != nil {
 		return res, fmt.Errorf("load the mirror %s: %w", strings.Join(ident, "."), err)
+	}
+	latest, err := tbl.Latest(ctx)
+	if err != nil {
+		return res, fmt.Errorf("read the table's latest version: %w", err)
+	}
+	if err := checkOwner(it, tbl, latest, cat.url); err != nil {
+		return res, err
+	}
+	if uuid := it.Metadata().TableUUID().String(); opts.TableUUID != "" && uuid != opts.TableUUID {
+		return res, fmt.Errorf("%w: %s in %s is the Iceberg table %s, not %s, the mirror the table's settings record",
+			ErrMirroredElsewhere, strings.Join(ident, "."), cat.url, uuid, opts.TableUUID)
 	}
 	kept := keptSnapshots(it, cutoff)
 	res.Expired = len(it.Metadata().Snapshots()) - len(kept)
