@@ -67,7 +67,7 @@ func (c *Catalog) claim(ctx context.Context, tbl *catalog.Table, ident table.Ide
 			return nil, false, err
 		}
 		if !recorded {
-			if err := c.reserve(ctx, tbl, ident, latest); err != nil && !errors.Is(err, cloud.ErrPreconditionFailed) {
+			if err := c.reserve(ctx, tbl, ident, first, latest); err != nil && !errors.Is(err, cloud.ErrPreconditionFailed) {
 				return nil, false, err
 			}
 			continue // recorded now, by this sync or a rival
@@ -121,8 +121,10 @@ func (c *Catalog) claim(ctx context.Context, tbl *catalog.Table, ident table.Ide
 // a rival recorded one first. An Iceberg table ident that exists must
 // mirror tbl; when it does not exist, tbl's _iceberg folder must hold no
 // other Iceberg table's metadata (one that an older sluice synced into
-// another catalog, say, without recording it).
-func (c *Catalog) reserve(ctx context.Context, tbl *catalog.Table, ident table.Identifier, latest *catalog.Manifest) error {
+// another catalog, say, without recording it), and version first must be
+// one the mirror can be made of: a table that cannot be mirrored is not
+// recorded as mirrored.
+func (c *Catalog) reserve(ctx context.Context, tbl *catalog.Table, ident table.Identifier, first, latest *catalog.Manifest) error {
 	it, err := c.cat.LoadTable(ctx, ident)
 	switch {
 	case err == nil:
@@ -137,6 +139,13 @@ func (c *Catalog) reserve(ctx context.Context, tbl *catalog.Table, ident table.I
 				return errors.Join(err, cloud.ErrPreconditionFailed)
 			}
 			return unrecorded
+		}
+		sch, err := icebergSchema(first.Schema, first.Spec)
+		if err != nil {
+			return err
+		}
+		if _, err := icebergSpec(first.Spec, sch); err != nil {
+			return err
 		}
 	default:
 		return fmt.Errorf("load %s: %w", strings.Join(ident, "."), err)

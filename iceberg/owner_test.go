@@ -120,3 +120,33 @@ func TestIcebergOneMirrorPerTable(t *testing.T) {
 		t.Fatalf("a sync into the recorded mirror: %+v, %v", again, err)
 	}
 }
+
+// TestIcebergUnmirrorableTableNotRecorded: a table the mirror cannot be
+// made of (a partition field that is also a data column) fails its first
+// sync saying why, and is not recorded as mirrored there, so that it
+// stays free to be mirrored elsewhere once it can be.
+func TestIcebergUnmirrorableTableNotRecorded(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	loc := filepath.Join(dir, "events")
+	tbl, err := catalog.Open(ctx, loc, catalog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tbl.Close()
+	schema, err := catalog.ParseSchema("id:int64,region:string")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := catalog.PartitionSpec{Fields: []catalog.PartitionField{{Name: "region", Transform: "identity", Type: catalog.Type{Kind: catalog.KindString}}}}
+	if _, err := tbl.Create(ctx, schema, spec, nil, "test"); err != nil {
+		t.Fatal(err)
+	}
+	cat := sqliteCatalog(t, ctx, dir)
+	if _, err := iceberg.Sync(ctx, tbl, cat, iceberg.Options{Namespace: "lake", Name: "events"}); err == nil || !strings.Contains(err.Error(), "also a data column") {
+		t.Fatalf("sync of a table with a partition column in its data: %v, want the reason", err)
+	}
+	if _, ok, err := iceberg.ReadSettings(ctx, tbl); ok || err != nil {
+		t.Fatalf("the failed sync recorded a mirror: %v, %v", ok, err)
+	}
+}
