@@ -30,9 +30,10 @@ const CatalogName = "sluice"
 // Catalog is an Iceberg SQL catalog: SQLite (one file, no server) or
 // PostgreSQL.
 type Catalog struct {
-	url string
-	db  *sql.DB
-	cat *icesql.Catalog
+	url    string // redacted, to print
+	stored string // without its password, to record in a table's settings
+	db     *sql.DB
+	cat    *icesql.Catalog
 }
 
 // ErrCatalogURL is returned for a catalog URL that is neither
@@ -78,7 +79,7 @@ func OpenCatalog(ctx context.Context, rawURL string) (*Catalog, error) {
 		db.Close()
 		return nil, fmt.Errorf("open catalog %s: %w", redact(rawURL), err)
 	}
-	return &Catalog{url: redact(rawURL), db: db, cat: cat}, nil
+	return &Catalog{url: redact(rawURL), stored: storableURL(rawURL), db: db, cat: cat}, nil
 }
 
 // ioProperties are the properties iceberg-go's file IO takes for the
@@ -107,22 +108,17 @@ func (c *Catalog) Load(ctx context.Context, ident table.Identifier) (*table.Tabl
 	return c.cat.LoadTable(ctx, ident)
 }
 
-// loadOrCreate loads the mirror ident, or creates it (and its namespace)
-// with the schema and partitioning of the table's first version, located
-// in the table's _iceberg folder.
-func (c *Catalog) loadOrCreate(ctx context.Context, ident table.Identifier, tbl *catalog.Table, m *catalog.Manifest) (*table.Table, bool, error) {
-	it, err := c.cat.LoadTable(ctx, ident)
-	if err == nil {
-		return it, false, nil
-	}
-	if !errors.Is(err, icecat.ErrNoSuchTable) {
-		return nil, false, fmt.Errorf("load %s: %w", strings.Join(ident, "."), err)
-	}
-	sch, err := icebergSchema(m.Schema, m.Spec)
+// create creates the mirror ident (and its namespace) for tbl, with the
+// schema and partitioning of its first version, located in the table's
+// _iceberg folder, and the properties every mirror carries (latest is
+// the table's latest version, for its id). created is false when a rival
+// sync created it first: it is loaded.
+func (c *Catalog) create(ctx context.Context, ident table.Identifier, tbl *catalog.Table, first, latest *catalog.Manifest) (it *table.Table, created bool, err error) {
+	sch, err := icebergSchema(first.Schema, first.Spec)
 	if err != nil {
 		return nil, false, err
 	}
-	spec, err := icebergSpec(m.Spec, sch)
+	spec, err := icebergSpec(first.Spec, sch)
 	if err != nil {
 		return nil, false, err
 	}
@@ -132,10 +128,13 @@ func (c *Catalog) loadOrCreate(ctx context.Context, ident table.Identifier, tbl 
 	}
 	loc := fileLocation(tbl.Store().URL(MetadataFolder))
 	it, err = c.cat.CreateTable(ctx, ident, sch, icecat.WithLocation(loc), icecat.WithPartitionSpec(&spec),
-		icecat.WithProperties(ice.Properties{"format-version": "2"}))
+		icecat.WithProperties(ice.Properties{"format-version": "2", PropGCEnabled: "false", PropTableID: tbl.Identity(latest)}))
 	if errors.Is(err, icecat.ErrTableAlreadyExists) {
-		// A rival sync created it first.
 		it, err = c.cat.LoadTable(ctx, ident)
+		if err != nil {
+			return nil, false, fmt.Errorf("load %s: %w", strings.Join(ident, "."), err)
+		}
+		return it, false, nil
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("create %s: %w", strings.Join(ident, "."), err)

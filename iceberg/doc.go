@@ -12,11 +12,29 @@
 // at any point leaves either the previous snapshot or the new one current,
 // never a half-made one.
 //
-// Files: sync.go Sync and the per-version snapshot; catalog.go the SQL
-// catalog and creating the mirror; schema.go the type and partition
+// A table has one mirror. Sync records it in the table's settings
+// (_sluice/mirrors/iceberg.json: catalog URL without its password,
+// identifier, location, Iceberg table uuid, whether every commit syncs
+// it), and refuses to sync into an Iceberg table that mirrors another
+// table (each mirror carries its table's id as sluice.table-id, and its
+// metadata must be in the table's own _iceberg/) or that is not the
+// recorded one: two tables' files never mix in one Iceberg table, two
+// Iceberg tables never share one _iceberg/ folder, and vacuum, which keeps
+// what the recorded mirror's snapshots reference, never misses one.
+//
+// Nothing sluice needs lives in the mirror's Iceberg location but what
+// iceberg-go writes there, since Iceberg's orphan-file cleanup deletes
+// anything else; and the mirror is gc.enabled=false, since its data files
+// are sluice's: Iceberg's own snapshot expiry (iceberg-go's, Spark's)
+// refuses to run on it, and Retain expires its snapshots for vacuum
+// without deleting a file.
+//
+// Files: sync.go Sync and the per-version snapshot; owner.go which
+// Iceberg table is a table's mirror, and its properties; catalog.go the
+// SQL catalog and creating the mirror; schema.go the type and partition
 // mapping; evolve.go new columns; retain.go expiring snapshots with
 // vacuum's retention and the files the others reference; settings.go the
-// iceberg.catalog properties; hint.go version-hint.text, for readers that
+// table's mirror settings; hint.go version-hint.text, for readers that
 // take the mirror's path; bounds.go the column statistics of data files,
 // for pruning.
 // The mirror's metadata lives under the table's _iceberg/ folder, on

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	ice "github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/sluice-data/sluice/catalog"
@@ -31,7 +32,9 @@ type RetainResult struct {
 // not delete. Expired snapshots' data files are never deleted here (they
 // are sluice's, and vacuum decides); their Iceberg manifests stay too, as
 // earlier metadata files name them. On a dry run nothing is committed,
-// and the files are those of the snapshots an expiry would keep.
+// and the files are those of the snapshots an expiry would keep. An
+// Iceberg table that does not mirror tbl (ErrAnotherTable), or is not the
+// one opts.TableUUID names (ErrMirroredElsewhere), is refused.
 func Retain(ctx context.Context, tbl *catalog.Table, cat *Catalog, opts Options, cutoff time.Time, dryRun bool) (RetainResult, error) {
 	var res RetainResult
 	ident := table.Identifier{opts.Namespace, opts.Name}
@@ -39,17 +42,21 @@ func Retain(ctx context.Context, tbl *catalog.Table, cat *Catalog, opts Options,
 	if err != nil {
 		return res, fmt.Errorf("load the mirror %s: %w", strings.Join(ident, "."), err)
 	}
+	latest, err := tbl.Latest(ctx)
+	if err != nil {
+		return res, fmt.Errorf("read the table's latest version: %w", err)
+	}
+	if err := checkOwner(it, tbl, latest, cat.url); err != nil {
+		return res, err
+	}
+	if uuid := it.Metadata().TableUUID().String(); opts.TableUUID != "" && uuid != opts.TableUUID {
+		return res, fmt.Errorf("%w: %s in %s is the Iceberg table %s, not %s, the mirror the table's settings record",
+			ErrMirroredElsewhere, strings.Join(ident, "."), cat.url, uuid, opts.TableUUID)
+	}
 	kept := keptSnapshots(it, cutoff)
 	res.Expired = len(it.Metadata().Snapshots()) - len(kept)
 	if !dryRun && res.Expired > 0 {
-		age := max(time.Since(cutoff), 0)
-		tx := it.NewTransaction()
-		// WithPostCommit(false): iceberg-go would otherwise delete the
-		// expired snapshots' data files, which are sluice's.
-		if err := tx.ExpireSnapshots(table.WithOlderThan(age), table.WithRetainLast(1), table.WithPostCommit(false)); err != nil {
-			return res, fmt.Errorf("expire snapshots of %s: %w", strings.Join(ident, "."), err)
-		}
-		if it, err = tx.Commit(ctx); err != nil {
+		if it, err = expire(ctx, it, cutoff); err != nil {
 			return res, fmt.Errorf("expire snapshots of %s: %w", strings.Join(ident, "."), err)
 		}
 		if err := writeHint(ctx, tbl, it.MetadataLocation()); err != nil {
@@ -84,6 +91,28 @@ func Retain(ctx context.Context, tbl *catalog.Table, cat *Catalog, opts Options,
 		}
 	}
 	return res, nil
+}
+
+// expire expires it's snapshots committed before cutoff but the current
+// one, deleting no file, in one commit. The mirror is gc.enabled=false, so
+// that Iceberg's own expiry refuses to run on it (iceberg-go's
+// ExpireSnapshots checks the property as staged in its transaction): the
+// transaction turns it on for the expiry and off again after, so no
+// metadata file ever has it on, and WithPostCommit(false) keeps
+// iceberg-go from deleting the expired snapshots' files (it would not
+// with the property off either: two locks on one door).
+func expire(ctx context.Context, it *table.Table, cutoff time.Time) (*table.Table, error) {
+	tx := it.NewTransaction()
+	if err := tx.SetProperties(ice.Properties{PropGCEnabled: "true"}); err != nil {
+		return nil, err
+	}
+	if err := tx.ExpireSnapshots(table.WithOlderThan(max(time.Since(cutoff), 0)), table.WithRetainLast(1), table.WithPostCommit(false)); err != nil {
+		return nil, err
+	}
+	if err := tx.SetProperties(ice.Properties{PropGCEnabled: "false"}); err != nil {
+		return nil, err
+	}
+	return tx.Commit(ctx)
 }
 
 // keptSnapshots are the snapshots an expiry at cutoff keeps: the ones a

@@ -31,6 +31,9 @@ type Options struct {
 	// Name is the Iceberg table name; default the table folder's last
 	// element.
 	Name string
+	// TableUUID, when set, is the Iceberg table uuid the mirror must
+	// have (Settings.TableUUID): Retain refuses any other.
+	TableUUID string
 	// Progress, when set, is called after each snapshot committed.
 	Progress func(Snapshot)
 }
@@ -66,6 +69,13 @@ var ErrSchemaChanged = errors.New("schema or partitioning changed")
 // each version after the one the mirror's current snapshot records becomes
 // one snapshot, in order. It is idempotent, and resumes where a crashed or
 // interrupted sync stopped.
+//
+// A table has one mirror, which Sync records in the table's settings
+// (SettingsKey): a sync into an Iceberg table that mirrors another table
+// (ErrAnotherTable) or that is not the recorded mirror
+// (ErrMirroredElsewhere, ErrUnrecordedMirror) is refused, writing
+// nothing. The mirror is kept gc.enabled=false and names its table
+// (PropTableID); a mirror made before gets both at its next sync.
 func Sync(ctx context.Context, tbl *catalog.Table, cat *Catalog, opts Options) (Result, error) {
 	ident := table.Identifier{opts.Namespace, opts.Name}
 	res := Result{Identifier: strings.Join(ident, ".")}
@@ -80,7 +90,13 @@ func Sync(ctx context.Context, tbl *catalog.Table, cat *Catalog, opts Options) (
 	if err != nil {
 		return res, fmt.Errorf("read version 1: %w", err)
 	}
-	it, created, err := cat.loadOrCreate(ctx, ident, tbl, first)
+	last := first
+	if latest > 1 {
+		if last, err = tbl.Manifest(ctx, latest); err != nil {
+			return res, fmt.Errorf("read version %d: %w", latest, err)
+		}
+	}
+	it, created, err := cat.claim(ctx, tbl, ident, first, last)
 	if err != nil {
 		return res, err
 	}

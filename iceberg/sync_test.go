@@ -296,9 +296,9 @@ func mustLatest(t *testing.T, ctx context.Context, tbl *catalog.Table) *catalog.
 	return m
 }
 
-// TestIcebergSyncRefusesForeignTable: a catalog table whose current
-// snapshot has no sluice.version, or records a version beyond the
-// table's, is not overwritten: the sync fails saying why.
+// TestIcebergSyncRefusesForeignTable: a catalog table that mirrors
+// another sluice table is not overwritten: the sync fails with
+// ErrAnotherTable, naming both tables.
 func TestIcebergSyncRefusesForeignTable(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -317,8 +317,8 @@ func TestIcebergSyncRefusesForeignTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = iceberg.Sync(ctx, other, cat, iceberg.Options{Namespace: "lake", Name: "events"})
-	if err == nil || !strings.Contains(err.Error(), "beyond the table's latest") {
-		t.Fatalf("sync of another table onto lake.events: %v, want a refusal", err)
+	if !errors.Is(err, iceberg.ErrAnotherTable) || !strings.Contains(err.Error(), filepath.Join(dir, "events")) || !strings.Contains(err.Error(), other.Location()) {
+		t.Fatalf("sync of another table onto lake.events: %v, want ErrAnotherTable naming both tables", err)
 	}
 }
 

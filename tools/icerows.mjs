@@ -22,7 +22,11 @@
 // AWS_ENDPOINT_URL when it is set. icebird 0.3.1 reads Avro deflate blocks with
 // a gzip decoder: icebird-inflate.mjs gives it raw inflate (see there).
 // file:// URLs are served by a small fetch shim (icebird reads through
-// fetch), with Range requests.
+// fetch), with Range requests. An Iceberg location is a path spelled as a
+// URL, not an escaped URL: file:///lake/ts=2021-10-01 08%3A09%3A20/x.parquet
+// is the file in the folder named with "%3A", as Spark wrote it (Hive
+// escaping), so localPath takes what follows file:// as it is, where
+// fileURLToPath would decode %3A to ':' and name a file that does not exist.
 //
 // Exit status: 0 on success, 1 on failure (one line on stderr), 2 on a usage
 // error.
@@ -45,6 +49,14 @@ function fail(msg, code = 1) {
 // that becomes ENDPOINT/bucket/key, path-style, signed (s3Fetch).
 const s3Endpoint = process.env.AWS_ENDPOINT_URL?.replace(/\/+$/, '');
 const realFetch = globalThis.fetch;
+
+// localPath is the file a file: location names: file:///p and file:/p
+// (as Hadoop spells it) are /p, taken literally, never percent-decoded.
+function localPath(loc) {
+  const m = /^file:(?:\/\/)?(\/(?!\/).*)$/.exec(loc);
+  if (!m) throw new Error(`${loc}: not a local file location (file:///path)`);
+  return m[1];
+}
 
 // s3Fetch sends a GET or HEAD signed with AWS Signature V4 from the
 // AWS_* environment (the test server checks signatures).
@@ -76,8 +88,8 @@ globalThis.fetch = async (input, init = {}) => {
   const url = String(input instanceof Request ? input.url : input);
   const aws = /^https:\/\/([^./]+)\.s3\.amazonaws\.com\/(.*)$/.exec(url);
   if (aws && s3Endpoint) return s3Fetch(`${s3Endpoint}/${aws[1]}/${aws[2]}`, init);
-  if (!url.startsWith('file://')) return realFetch(input, init);
-  const file = fileURLToPath(url);
+  if (!url.startsWith('file:')) return realFetch(input, init);
+  const file = localPath(url);
   let size;
   try {
     size = statSync(file).size;
@@ -123,11 +135,11 @@ if (rest.length !== 1 || rest[0].startsWith('--')) {
   fail('usage: node tools/icerows.mjs [--all] [--files-only] METADATA_JSON_URL', 2);
 }
 const metaURL = rest[0];
-const metaFile = metaURL.startsWith('file://') ? fileURLToPath(metaURL) : metaURL;
+const metaFile = metaURL.startsWith('file:') ? localPath(metaURL) : metaURL;
 
 function duck(paths) {
   const here = path.dirname(fileURLToPath(import.meta.url));
-  const local = paths.map((p) => (p.startsWith('file://') ? fileURLToPath(p) : p));
+  const local = paths.map((p) => (p.startsWith('file:') ? localPath(p) : p));
   const out = execFileSync('node', [path.join(here, 'duckrows.mjs'), '--hive', '--list', '-'], {
     input: local.join('\n') + '\n',
   });
@@ -155,14 +167,14 @@ async function readSnapshot(metadata, snap) {
   if (filesOnly) return out;
   out.rows = paths.length === 0 ? 0 : (await icebergRead({ tableUrl: metadata.location, metadata: m })).length;
   // DuckDB reads local files only here (no httpfs offline).
-  if (paths.every((p) => p.startsWith('file://'))) out.duck = duck(paths);
+  if (paths.every((p) => p.startsWith('file:'))) out.duck = duck(paths);
   return out;
 }
 
 try {
   // Snapshot ids are 64-bit: quote them before JSON.parse rounds them.
   let raw;
-  if (metaURL.startsWith('file://')) {
+  if (metaURL.startsWith('file:')) {
     raw = readFileSync(metaFile, 'utf8');
   } else {
     const s3 = /^s3a?:\/\/([^/]+)\/(.*)$/.exec(metaURL);

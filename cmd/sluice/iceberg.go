@@ -76,9 +76,17 @@ schema; a column whose type changes, or new partitioning, is not mirrored
 --catalog is sqlite:///path/catalog.db (one file, created if missing) or
 postgres://user@host/db (the password from the URL or PGPASSWORD, never
 printed). The catalog's rows carry the catalog name "sluice": configure a
-JDBC catalog reading them under that name. On a table with the
-iceberg.catalog property ('sluice iceberg enable'), --catalog, --namespace
-and --name default to the property's.
+JDBC catalog reading them under that name.
+
+A table has one mirror, recorded in TABLE/_sluice/mirrors/iceberg.json by
+its first sync (catalog URL without its password, identifier, location,
+Iceberg table uuid): later, --catalog, --namespace and --name default to
+the recorded ones, and a sync into any other Iceberg table is refused, as
+is a sync into an Iceberg table that mirrors another sluice table (the
+mirror carries the table's id as sluice.table-id: two lakes' "events"
+folders need two names). Vacuum keeps what the recorded mirror references.
+The mirror is gc.enabled=false, so that Iceberg's own snapshot expiry
+refuses to delete sluice's files; sluice's vacuum expires its snapshots.
 
 --json prints {"catalog", "identifier", "snapshot_id", "snapshot_id_string",
 "version", "metadata_location", "mirrored", ...}: hand metadata_location to a
@@ -100,15 +108,15 @@ exact number, "snapshot_id_string" the same in decimal text, for those.`,
 				return err
 			}
 			defer t.Close()
-			if set.Catalog == "" {
-				prop, ok, err := iceberg.ReadSettings(cmd.Context(), t)
-				if err != nil {
-					return err
-				}
-				if !ok {
-					return usageError{cmd: "sync", err: fmt.Errorf("iceberg sync: --catalog URL is required (%s has no %s property: see sluice iceberg enable)", args[0], iceberg.PropCatalog)}
-				}
-				set = mergeSettings(cmd, prop, set)
+			rec, ok, err := iceberg.ReadSettings(cmd.Context(), t)
+			if err != nil {
+				return fmt.Errorf("iceberg sync %s: the mirror's settings: %w", args[0], err)
+			}
+			if set.Catalog == "" && !ok {
+				return usageError{cmd: "sync", err: fmt.Errorf("iceberg sync: --catalog URL is required (%s has no mirror yet)", args[0])}
+			}
+			if ok {
+				set = mergeSettings(cmd, rec, set)
 			}
 			cat, err := iceberg.OpenCatalog(cmd.Context(), set.Catalog)
 			if err != nil {
@@ -129,7 +137,7 @@ exact number, "snapshot_id_string" the same in decimal text, for those.`,
 			out["mirrored"] = res.Mirrored
 			out["created"] = res.Created
 			if syncErr != nil {
-				return fmt.Errorf("iceberg sync %s: %w", args[0], syncErr)
+				return fmt.Errorf("iceberg sync %s: %w", args[0], mirrorAdvice(t, args[0], syncErr))
 			}
 			if !a.jsonOut {
 				if res.Mirrored == 0 {
@@ -153,14 +161,17 @@ func setSnapshotID(out map[string]any, id int64) {
 	out["snapshot_id_string"] = strconv.FormatInt(id, 10)
 }
 
-// mergeSettings gives the table's property prop precedence over the
-// flags' defaults, not over flags given.
-func mergeSettings(cmd *cobra.Command, prop, flags iceberg.Settings) iceberg.Settings {
+// mergeSettings gives the table's recorded mirror rec precedence over
+// the flags' defaults, not over flags given.
+func mergeSettings(cmd *cobra.Command, rec, flags iceberg.Settings) iceberg.Settings {
+	if flags.Catalog != "" {
+		rec.Catalog = flags.Catalog
+	}
 	if cmd.Flags().Changed("namespace") {
-		prop.Namespace = flags.Namespace
+		rec.Namespace = flags.Namespace
 	}
 	if cmd.Flags().Changed("name") {
-		prop.Name = flags.Name
+		rec.Name = flags.Name
 	}
-	return prop
+	return rec
 }

@@ -17,8 +17,8 @@ func synced(t *testing.T, what string, s map[string]any, table string) {
 	}
 }
 
-// TestIcebergSyncAfterEveryCommit: once `sluice iceberg enable` set the
-// iceberg.catalog property, ingest, compact, import, rollback and vacuum
+// TestIcebergSyncAfterEveryCommit: once `sluice iceberg enable` turned
+// the sync after every commit on, ingest, compact, import, rollback and vacuum
 // each sync the mirror after their commit (--json says so), and icebird
 // reads every version as DuckDB reads `sluice files`. With the catalog
 // unreachable an ingest still commits and exits 0, its --json carrying a
@@ -47,7 +47,7 @@ func TestIcebergSyncAfterEveryCommit(t *testing.T) {
 	synced(t, "import", s, tbl)
 	synced(t, "rollback", summaryOf(t, mustSluice(t, "rollback", tbl, "--to", "3", "--json")), tbl)
 	synced(t, "vacuum", summaryOf(t, mustSluice(t, "vacuum", tbl, "--json")), tbl)
-	s = summaryOf(t, mustSluice(t, "iceberg", "sync", tbl, "--json")) // the property names the catalog
+	s = summaryOf(t, mustSluice(t, "iceberg", "sync", tbl, "--json")) // the settings name the catalog
 	if s["mirrored"] != 0.0 || s["identifier"] != "lake.events" {
 		t.Fatalf("sync after the commits synced: %v", s)
 	}

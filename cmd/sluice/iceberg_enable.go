@@ -17,22 +17,25 @@ func (a *app) icebergEnableCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "enable TABLE --catalog sqlite:///path/catalog.db [--namespace NS] [--name N]",
 		Short: "Mirror a table into an Iceberg catalog after every commit",
-		Long: `Set TABLE's iceberg.catalog property (with iceberg.namespace and
-iceberg.name), then sync the mirror up to the latest version. From then on
-every command that commits to TABLE (ingest, compact, import, rollback,
-rollup) syncs the mirror after its commit, and vacuum keeps the files the
-mirror's retained snapshots reference and expires older snapshots with the
-same retention. A sync that fails never fails or undoes the commit: the
-command reports it as a warning ("iceberg" in --json) and the next commit,
-or 'sluice iceberg sync', catches up. 'sluice history' shows which versions
-the mirror holds.
+		Long: `Sync TABLE's mirror up to the latest version (which records it as TABLE's
+mirror, see 'sluice iceberg sync'), then have every command that commits to
+TABLE (ingest, compact, import, rollback, rollup) sync it after its commit;
+vacuum then syncs it too before it keeps the files the mirror's retained
+snapshots reference and expires older snapshots with the same retention. A
+sync that fails never fails or undoes the commit: the command reports it as
+a warning ("iceberg" in --json) and the next commit, or 'sluice iceberg
+sync', catches up. 'sluice history' shows which versions the mirror holds.
 
-The properties are kept in TABLE/_iceberg/properties.json, not in a
-version: a rollback restores a version's data, and leaves the mirror on.
-A catalog URL with a password is refused, since the property is stored in
-the table: give PostgreSQL's password through PGPASSWORD to every command.
-Enabling again replaces the properties; 'sluice iceberg disable' removes
-them.`,
+The settings are kept in TABLE/_sluice/mirrors/iceberg.json, with the
+table's own metadata and outside its versions (a rollback restores a
+version's data, and leaves the mirror on), never in the mirror's Iceberg
+location TABLE/_iceberg/, where Iceberg's orphan-file cleanup would delete
+them; settings an older sluice kept in TABLE/_iceberg/properties.json move
+there at the next sync. A catalog URL with a password is refused, since it
+is stored in the table: give PostgreSQL's password through PGPASSWORD to
+every command. A table has one mirror: enabling into another catalog or
+under another name is refused. 'sluice iceberg disable' turns the sync
+after every commit off.`,
 		Example: `  sluice iceberg enable ./lake/events --catalog sqlite:///var/lib/sluice/catalog.db
   PGPASSWORD=... sluice iceberg enable s3://lake/events --catalog postgres://sluice@db/lake --namespace lake`,
 		Args: exactArgs(1, "TABLE"),
@@ -58,17 +61,22 @@ them.`,
 			if _, err := t.LatestVersion(cmd.Context()); err != nil {
 				return fmt.Errorf("iceberg enable %s: %w", args[0], err)
 			}
-			// The first sync runs before the property is set: a catalog
-			// that cannot be reached, or a table it cannot mirror, is
-			// found now, not at every commit after.
-			res, err := a.syncMirror(cmd.Context(), t, set)
+			if rec, ok, err := iceberg.ReadSettings(cmd.Context(), t); err != nil {
+				return fmt.Errorf("iceberg enable %s: the mirror's settings: %w", args[0], err)
+			} else if ok {
+				set = mergeSettings(cmd, rec, set) // the recorded mirror's name, unless given
+			}
+			// The first sync runs before the sync after every commit is
+			// on: a catalog that cannot be reached, or a table it cannot
+			// mirror, is found now, not at every commit after.
+			res, err := a.syncMirror(cmd.Context(), t, args[0], set)
 			for k, v := range res {
 				out[k] = v
 			}
 			if err != nil {
 				return fmt.Errorf("iceberg enable %s: %w", args[0], err)
 			}
-			if err := iceberg.WriteSettings(cmd.Context(), t, set); err != nil {
+			if err := iceberg.SetAfterCommit(cmd.Context(), t, true); err != nil {
 				return fmt.Errorf("iceberg enable %s: %w", args[0], err)
 			}
 			out["enabled"] = true
@@ -81,14 +89,20 @@ them.`,
 }
 
 func (a *app) icebergDisableCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:   "disable TABLE",
+	var forget bool
+	cmd := &cobra.Command{
+		Use:   "disable TABLE [--forget]",
 		Short: "Stop mirroring a table after every commit",
-		Long: `Remove TABLE's iceberg.catalog property: commits no longer sync the mirror.
-The mirror itself stays in its catalog, as it was; vacuum then refuses to
-run while TABLE/_iceberg/ holds it, since it can no longer tell which files
-the mirror's snapshots reference (enable again, or drop the mirror and
-remove TABLE/_iceberg/).`,
+		Long: `Turn off the sync after every commit of TABLE's mirror. The mirror stays
+in its catalog, as it was, and stays recorded as TABLE's: 'sluice iceberg
+sync TABLE' brings it up, and vacuum goes on expiring its old snapshots and
+keeping the files the others reference.
+
+--forget also removes the record (TABLE/_sluice/mirrors/iceberg.json), for
+a mirror dropped from its catalog, before mirroring TABLE anew elsewhere.
+Vacuum then refuses to run while TABLE/_iceberg/ holds a mirror's
+metadata, since it can no longer tell which files its snapshots reference:
+drop the mirror and remove TABLE/_iceberg/ first.`,
 		Args: exactArgs(1, "TABLE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			a.summary(map[string]any{"command": "iceberg disable", "table": args[0]})
@@ -97,19 +111,27 @@ remove TABLE/_iceberg/).`,
 				return err
 			}
 			defer t.Close()
-			if err := iceberg.RemoveSettings(cmd.Context(), t); err != nil {
+			if forget {
+				err = iceberg.Forget(cmd.Context(), t)
+			} else {
+				err = iceberg.SetAfterCommit(cmd.Context(), t, false)
+			}
+			if err != nil {
 				return fmt.Errorf("iceberg disable %s: %w", args[0], err)
 			}
-			a.summary(map[string]any{"command": "iceberg disable", "table": args[0], "disabled": true})
+			a.summary(map[string]any{"command": "iceberg disable", "table": args[0], "disabled": true, "forgotten": forget})
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&forget, "forget", false, "also remove the record of the mirror (one dropped from its catalog)")
+	return cmd
 }
 
-// syncMirror opens set's catalog and syncs t into it, returning what a
-// --json summary says of it: the catalog, identifier, snapshot id (as a
-// number and as a string), version mirrored and metadata location.
-func (a *app) syncMirror(ctx context.Context, t *catalog.Table, set iceberg.Settings) (map[string]any, error) {
+// syncMirror opens set's catalog and syncs t (named table on the command
+// line) into it, returning what a --json summary says of it: the catalog,
+// identifier, snapshot id (as a number and as a string), version mirrored
+// and metadata location.
+func (a *app) syncMirror(ctx context.Context, t *catalog.Table, table string, set iceberg.Settings) (map[string]any, error) {
 	out := map[string]any{"catalog": cloud.Redact(set.Catalog), "identifier": set.Identifier()}
 	cat, err := iceberg.OpenCatalog(ctx, set.Catalog)
 	if err != nil {
@@ -124,5 +146,5 @@ func (a *app) syncMirror(ctx context.Context, t *catalog.Table, set iceberg.Sett
 	out["version"] = res.Version
 	out["metadata_location"] = res.MetadataLocation
 	out["mirrored"] = res.Mirrored
-	return out, err
+	return out, mirrorAdvice(t, table, err)
 }

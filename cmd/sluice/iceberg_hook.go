@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -13,38 +14,40 @@ import (
 )
 
 // icebergVacuum returns the catalog.VacuumOptions.Keep of a vacuum of t
-// (nil when t is not mirrored) and the map the vacuum's --json summary
-// gives as "iceberg", filled in when Keep runs. A table whose folder
-// holds a mirror but that has no iceberg.catalog property is refused:
-// vacuum could not tell which files the mirror's snapshots reference.
+// (nil when t has no mirror) and the map the vacuum's --json summary
+// gives as "iceberg", filled in when Keep runs. A table whose mirror
+// settings cannot be read, or whose folder holds a mirror they do not
+// record, is refused: vacuum could not tell which files the mirror's
+// snapshots reference.
 func (a *app) icebergVacuum(cmd *cobra.Command, t *catalog.Table, table string, dryRun bool) (func(context.Context, time.Time) (map[string]bool, error), map[string]any, error) {
 	set, ok, err := iceberg.ReadSettings(cmd.Context(), t)
 	if err != nil {
-		return nil, nil, fmt.Errorf("vacuum %s: %w", table, err)
+		return nil, nil, fmt.Errorf("vacuum %s: the Iceberg mirror's settings: %w (vacuum cannot tell which files the mirror's snapshots reference)", table, err)
 	}
 	if !ok {
-		has, err := iceberg.HasMirror(cmd.Context(), t)
-		if err != nil {
-			return nil, nil, fmt.Errorf("vacuum %s: look for an Iceberg mirror: %w", table, err)
-		}
-		if has {
-			return nil, nil, fmt.Errorf("vacuum %s: %s holds an Iceberg mirror but the table has no %s property, so vacuum cannot tell which files the mirror's snapshots reference: run 'sluice iceberg enable %s --catalog URL' first (or drop the mirror and remove that folder)",
-				table, t.Store().URL(iceberg.MetadataFolder), iceberg.PropCatalog, table)
+		if err := iceberg.CheckRecorded(cmd.Context(), t); err != nil {
+			return nil, nil, fmt.Errorf("vacuum %s: %w, so vacuum cannot tell which files its snapshots reference: %s", table, err, recordAdvice(table))
 		}
 		return nil, nil, nil
 	}
 	report := map[string]any{"catalog": set.Catalog, "identifier": set.Identifier()}
 	keep := func(ctx context.Context, cutoff time.Time) (map[string]bool, error) {
-		// The mirror is brought up first (not on a dry run), as after a commit; a failed
-		// sync (a schema change, say) does not stop the vacuum, while a
-		// catalog that cannot be read does, in Retain.
-		if !dryRun {
-			synced, err := a.syncMirror(ctx, t, set)
+		// A mirror synced after every commit is brought up first (not on
+		// a dry run), as after a commit; a failed sync (a schema change,
+		// say) does not stop the vacuum, while a catalog that cannot be
+		// read does, in Retain.
+		if set.AfterCommit && !dryRun {
+			synced, err := a.syncMirror(ctx, t, table, set)
 			report["synced"] = err == nil
 			report["version"] = synced["version"]
 			if err != nil {
 				report["error"] = err.Error()
 				a.logger.Warn("iceberg sync failed; vacuum goes on with the mirror as it is", "table", t.Location(), "err", err)
+			}
+			// The sync may have recorded the mirror's uuid (settings
+			// an older sluice wrote).
+			if now, ok, err := iceberg.ReadSettings(ctx, t); err == nil && ok {
+				set = now
 			}
 		}
 		cat, err := iceberg.OpenCatalog(ctx, set.Catalog)
@@ -61,6 +64,25 @@ func (a *app) icebergVacuum(cmd *cobra.Command, t *catalog.Table, table string, 
 		return files, err
 	}
 	return keep, report, nil
+}
+
+// recordAdvice says how to record a mirror that table's settings lack.
+func recordAdvice(table string) string {
+	return fmt.Sprintf("to record it, sync into the catalog and name it is in ('sluice iceberg sync %s --catalog URL --namespace NS --name N', or 'sluice iceberg enable' with the same flags), or drop it from its catalog and remove that folder", table)
+}
+
+// mirrorAdvice adds to a refused sync of table what can be done.
+func mirrorAdvice(t *catalog.Table, table string, err error) error {
+	switch {
+	case errors.Is(err, iceberg.ErrAnotherTable):
+		return fmt.Errorf("%w: give this table its own mirror with another --name or --namespace", err)
+	case errors.Is(err, iceberg.ErrMirroredElsewhere):
+		return fmt.Errorf("%w: sync into that one ('sluice iceberg sync %s' without --catalog, --namespace or --name), or to move it drop it from its catalog, run 'sluice iceberg disable %s --forget' and remove %s",
+			err, table, table, t.Store().URL(iceberg.MetadataFolder))
+	case errors.Is(err, iceberg.ErrUnrecordedMirror):
+		return fmt.Errorf("%w: %s", err, recordAdvice(table))
+	}
+	return err
 }
 
 // addMirrorReport puts a vacuum's mirror report into its --json summary
@@ -80,43 +102,62 @@ func addMirrorReport(out, mirror map[string]any) {
 // 'sluice iceberg sync' goes on where it stopped.
 const postCommitSyncTimeout = 2 * time.Minute
 
-// afterCommit syncs t's Iceberg mirror when t has the iceberg.catalog
-// property; every command that commits to a table defers it once the
-// table is open. It never fails the command: its outcome goes into the
-// --json summary as "iceberg", and a failure also into "warnings" and the
-// log (stderr); the next commit or 'sluice iceberg sync' retries.
+// afterCommit syncs t's Iceberg mirror when its settings say so (sluice
+// iceberg enable); every command that commits to a table defers it once
+// the table is open. It never fails the command: its outcome goes into
+// the --json summary as "iceberg", and a failure also into "warnings"
+// and the log (stderr); the next commit or 'sluice iceberg sync' retries.
+// Settings that cannot be read, or a mirror in the table's folder that
+// no settings record, are warned about the same way: the commit is not
+// mirrored, and never silently.
 //
 // It is deferred as `defer a.afterCommit(cmd, t)()`: the call reads the
-// mirror settings once, when the command starts (a table without them,
-// the common case, costs that one read and nothing at the end), and notes
-// the table's version; the sync runs at the end only if a version was
-// committed since, so that a command that failed before committing (often
-// against a failing store) adds nothing to its one-line error.
+// mirror settings once, when the command starts (a table without them
+// and without a mirror, the common case, costs two reads, the settings
+// and where an older sluice kept them, and one listing, and nothing at
+// the end), and notes the table's version; the
+// sync runs at the end only if a version was committed since, so that a
+// command that failed before committing (often against a failing store)
+// adds nothing to its one-line error.
 func (a *app) afterCommit(cmd *cobra.Command, t *catalog.Table) func() {
-	set, ok, setErr := iceberg.ReadSettings(cmd.Context(), t)
-	if setErr == nil && !ok {
-		return func() {}
+	ctx := cmd.Context()
+	set, ok, setErr := iceberg.ReadSettings(ctx, t)
+	var unrecorded error
+	switch {
+	case setErr == nil && ok && !set.AfterCommit:
+		return func() {} // recorded, synced on demand only
+	case setErr == nil && !ok:
+		if unrecorded = iceberg.CheckRecorded(ctx, t); unrecorded == nil {
+			return func() {}
+		}
 	}
-	before, err := t.LatestVersion(cmd.Context())
+	before, err := t.LatestVersion(ctx)
 	if err != nil {
 		before = -1 // no table yet (import creates it), or unknown
 	}
 	return func() {
-		if after, err := t.LatestVersion(cmd.Context()); err != nil || after == before {
+		if after, err := t.LatestVersion(ctx); err != nil || after == before {
 			return // nothing committed, or unknown: the next commit or sync catches up
 		}
 		if setErr != nil { // unknown at the start: read again now
-			if set, ok, setErr = iceberg.ReadSettings(cmd.Context(), t); setErr == nil && !ok {
-				return
+			set, ok, setErr = iceberg.ReadSettings(ctx, t)
+			if setErr == nil && !ok {
+				unrecorded = iceberg.CheckRecorded(ctx, t)
 			}
 		}
-		a.syncAfterCommit(cmd, t, set, setErr)
+		switch {
+		case setErr != nil:
+			a.mirrorWarning(map[string]any{}, t, fmt.Errorf("the mirror's settings: %w", setErr), false)
+		case unrecorded != nil:
+			a.mirrorWarning(map[string]any{}, t, fmt.Errorf("%w: %s", unrecorded, recordAdvice(t.Location())), false)
+		case ok && set.AfterCommit:
+			a.syncAfterCommit(cmd, t, set)
+		}
 	}
 }
 
-// syncAfterCommit is afterCommit's sync of t into the mirror set says
-// (or its warning, when the settings could not be read: setErr).
-func (a *app) syncAfterCommit(cmd *cobra.Command, t *catalog.Table, set iceberg.Settings, setErr error) {
+// syncAfterCommit is afterCommit's sync of t into the mirror set says.
+func (a *app) syncAfterCommit(cmd *cobra.Command, t *catalog.Table, set iceberg.Settings) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), postCommitSyncTimeout)
 	defer cancel()
 	if cmd.Context().Err() != nil {
@@ -125,13 +166,9 @@ func (a *app) syncAfterCommit(cmd *cobra.Command, t *catalog.Table, set iceberg.
 	if dry, _ := a.result["dry_run"].(bool); dry {
 		return // a dry run changes nothing, the mirror included
 	}
-	if setErr != nil {
-		a.mirrorWarning(map[string]any{}, t, setErr)
-		return
-	}
-	out, err := a.syncMirror(ctx, t, set)
+	out, err := a.syncMirror(ctx, t, t.Location(), set)
 	if err != nil {
-		a.mirrorWarning(out, t, err)
+		a.mirrorWarning(out, t, err, true)
 		return
 	}
 	out["synced"] = true
@@ -143,12 +180,18 @@ func (a *app) syncAfterCommit(cmd *cobra.Command, t *catalog.Table, set iceberg.
 	}
 }
 
-// mirrorWarning reports a failed sync after a commit: the commit stands.
-func (a *app) mirrorWarning(out map[string]any, t *catalog.Table, err error) {
-	msg := fmt.Sprintf("the Iceberg mirror of %s was not synced (the commit stands; the next commit or 'sluice iceberg sync' retries): %v", t.Location(), err)
+// mirrorWarning reports a commit not mirrored: the commit stands. retry
+// says whether the next commit or 'sluice iceberg sync' retries by
+// itself (a failed sync), or the table needs a hand first (its settings).
+func (a *app) mirrorWarning(out map[string]any, t *catalog.Table, err error, retry bool) {
+	then := "the next commit or 'sluice iceberg sync' retries"
+	if !retry {
+		then = "no commit is mirrored until this is fixed"
+	}
+	msg := fmt.Sprintf("the Iceberg mirror of %s was not synced (the commit stands; %s): %v", t.Location(), then, err)
 	out["synced"] = false
 	out["error"] = err.Error()
-	a.logger.Warn("iceberg sync failed; the commit stands, and the next commit or 'sluice iceberg sync' retries", "table", t.Location(), "err", err)
+	a.logger.Warn("the commit was not mirrored to Iceberg; the commit stands, and "+then, "table", t.Location(), "err", err)
 	if a.result == nil {
 		return
 	}
@@ -168,8 +211,8 @@ type mirrorState struct {
 	current int64
 }
 
-// icebergHistory reads how far t's mirror is; nil when t has no
-// iceberg.catalog property. A catalog that cannot be read is reported,
+// icebergHistory reads how far t's mirror is; nil when t has no mirror
+// settings. A catalog that cannot be read is reported,
 // not a failure: history still lists the versions.
 func (a *app) icebergHistory(ctx context.Context, t *catalog.Table) *mirrorState {
 	set, ok, err := iceberg.ReadSettings(ctx, t)

@@ -203,8 +203,8 @@ func TestIcebergSyncCommandBadInput(t *testing.T) {
 	if r.code != 2 || !strings.Contains(r.stderr, "PGPASSWORD") || strings.Contains(r.stderr, "hunter2") {
 		t.Errorf("enable with a password in the URL: exit %d, %s", r.code, r.stderr)
 	}
-	if _, err := os.Stat(filepath.Join(tbl, "_iceberg", "properties.json")); !os.IsNotExist(err) {
-		t.Errorf("a refused enable left properties: %v", err)
+	if _, err := os.Stat(filepath.Join(tbl, "_sluice", "mirrors", "iceberg.json")); !os.IsNotExist(err) {
+		t.Errorf("a refused enable left settings: %v", err)
 	}
 	r = sluice(t, nil, "iceberg", "sync", filepath.Join(dir, "missing"), "--catalog", "sqlite://"+filepath.Join(dir, "c.db"), "--json")
 	if r.code != 1 || summaryOf(t, r)["error"] == nil {

@@ -7,13 +7,16 @@ import (
 	"testing"
 )
 
-// TestIcebergVacuumCommand: on a table with the iceberg.catalog property,
-// `sluice vacuum --retain 0 --force` expires every snapshot of the mirror
-// but the current one and then deletes the files compaction replaced;
-// icebird reads the one snapshot left as DuckDB reads `sluice files`.
-// A vacuum within the retention expires nothing. A table whose _iceberg/
-// holds a mirror made without the property (or after iceberg disable) is
-// refused, deleting nothing; after disable, commits no longer sync.
+// TestIcebergVacuumCommand: on a table whose mirror is synced after
+// every commit, `sluice vacuum --retain 0 --force` expires every snapshot
+// of the mirror but the current one and then deletes the files
+// compaction replaced; icebird reads the one snapshot left as DuckDB
+// reads `sluice files`. A vacuum within the retention expires nothing.
+// A mirror recorded by a plain sync is honoured the same way (not
+// synced); a table whose _iceberg/ holds a mirror that no settings
+// record is refused, deleting nothing. After disable, commits no longer
+// sync and vacuum still honours the mirror; after disable --forget it
+// refuses.
 func TestIcebergVacuumCommand(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "catalog.db")
@@ -28,24 +31,41 @@ func TestIcebergVacuumCommand(t *testing.T) {
 	after := lines(mustSluice(t, "files", tbl).stdout)
 	latest := latestVersion(t, tbl)
 
-	// Synced without the property: vacuum cannot know what the mirror
-	// references, and refuses.
+	// Synced without enable: the sync recorded the mirror, and vacuum
+	// keeps what its snapshots reference without syncing it.
 	icebergSync(t, tbl, db)
+	v := summaryOf(t, mustSluice(t, "vacuum", tbl, "--json"))
+	if ice, _ := v["iceberg"].(map[string]any); v["files_deleted"] != 0.0 || ice["snapshots_retained"] != float64(latest) || ice["synced"] != nil {
+		t.Fatalf("vacuum of a mirror recorded by a sync: %v", v)
+	}
+	// Without its settings (lost, or a mirror an older sluice synced),
+	// vacuum cannot know what the mirror references, and refuses.
+	settings := filepath.Join(tbl, "_sluice", "mirrors", "iceberg.json")
+	recorded, err := os.ReadFile(settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(settings); err != nil {
+		t.Fatal(err)
+	}
 	r := sluice(t, nil, "vacuum", tbl, "--retain", "0", "--force")
-	if r.code != 1 || !strings.Contains(r.stderr, "iceberg enable") || len(lines(r.stderr)) != 1 {
-		t.Fatalf("vacuum of a mirrored table without the property: exit %d, %s", r.code, r.stderr)
+	if r.code != 1 || !strings.Contains(r.stderr, "iceberg sync") || !strings.Contains(r.stderr, "iceberg.json") || len(lines(r.stderr)) != 1 {
+		t.Fatalf("vacuum of a mirrored table without settings: exit %d, %s", r.code, r.stderr)
 	}
 	for _, f := range before {
 		if _, err := os.Stat(f); err != nil {
 			t.Fatalf("the refused vacuum deleted a file: %v", err)
 		}
 	}
+	if err := os.WriteFile(settings, recorded, 0o644); err != nil {
+		t.Fatal(err)
+	}
 
 	s := summaryOf(t, mustSluice(t, "iceberg", "enable", tbl, "--catalog", "sqlite://"+db, "--json"))
 	if s["enabled"] != true || s["version"] != float64(latest) || s["identifier"] != "sluice.events" {
 		t.Fatalf("enable: %v", s)
 	}
-	v := summaryOf(t, mustSluice(t, "vacuum", tbl, "--json"))
+	v = summaryOf(t, mustSluice(t, "vacuum", tbl, "--json"))
 	ice, _ := v["iceberg"].(map[string]any)
 	if v["files_deleted"] != 0.0 || ice["snapshots_expired"] != 0.0 || ice["snapshots_retained"] != float64(latest) {
 		t.Fatalf("vacuum within the retention: %v", v)
@@ -67,13 +87,18 @@ func TestIcebergVacuumCommand(t *testing.T) {
 		t.Fatalf("after the expiry icebird sees %d snapshots: %+v; sluice files: %d files, %+v", len(snaps), snaps, len(after), want)
 	}
 
-	// Disabled: commits no longer sync, and vacuum refuses again.
+	// Disabled: commits no longer sync; vacuum still honours the mirror.
 	mustSluice(t, "iceberg", "disable", tbl)
 	writeEvents(t, land, "c.jsonl", 160, 10)
-	if s := summaryOf(t, mustSluice(t, "ingest", tbl, "--from", land, "--json")); s["iceberg"] != nil {
-		t.Errorf("ingest after disable synced: %v", s)
+	if s := summaryOf(t, mustSluice(t, "ingest", tbl, "--from", land, "--json")); s["iceberg"] != nil || s["warnings"] != nil {
+		t.Errorf("ingest after disable synced or warned: %v", s)
 	}
-	if r := sluice(t, nil, "vacuum", tbl); r.code != 1 || !strings.Contains(r.stderr, "iceberg enable") {
-		t.Errorf("vacuum after disable: exit %d, %s", r.code, r.stderr)
+	if v := summaryOf(t, mustSluice(t, "vacuum", tbl, "--json")); v["iceberg"] == nil {
+		t.Errorf("vacuum after disable: %v", v)
+	}
+	// Forgotten: vacuum refuses again.
+	mustSluice(t, "iceberg", "disable", tbl, "--forget")
+	if r := sluice(t, nil, "vacuum", tbl); r.code != 1 || !strings.Contains(r.stderr, "iceberg sync") {
+		t.Errorf("vacuum after disable --forget: exit %d, %s", r.code, r.stderr)
 	}
 }

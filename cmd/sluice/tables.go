@@ -250,7 +250,7 @@ at that version. A run ID or operation holding a control character prints
 quoted and escaped as Go does, so that one version is always one line.
 --json lists them as {"versions":[{"version":N,"operation":"...",...}]}.
 
-On a table with the iceberg.catalog property (sluice iceberg enable), an
+On a table with an Iceberg mirror (sluice iceberg sync or enable), an
 ICEBERG column shows how far the mirror is: the id of the snapshot
 mirroring each version, "expired" once vacuum expired it, "-" for a version
 not mirrored yet ("?" if the catalog could not be read). --json gives each
@@ -364,11 +364,13 @@ func (a *app) vacuumCommand() *cobra.Command {
 		Long: `Delete data files that no version committed within --retain (nor the latest)
 references and that are older than --retain, and leftovers of commits that
 crashed or lost a race. Manifests are kept. Versions older than --retain can
-no longer be rolled back to once their files are gone. On a table with the
-iceberg.catalog property (sluice iceberg enable), the mirror's snapshots older
-than --retain are expired too (the current one stays), and every file a
-snapshot still in the mirror references is kept; --json says so under
-"iceberg". A table whose _iceberg/ holds a mirror without the property is
+no longer be rolled back to once their files are gone. On a table with an
+Iceberg mirror (recorded by sluice iceberg sync or enable), the mirror's
+snapshots older than --retain are expired too (the current one stays, and
+no file is deleted by the expiry), and every file a snapshot still in the
+mirror references is kept; a mirror synced after every commit is synced
+first; --json says so under "iceberg". A table whose _iceberg/ holds a
+mirror its settings do not record, or whose settings cannot be read, is
 refused. A retention under
 24h is refused without --force: a writer may still be about to commit the
 files it wrote. --retain 0 --force keeps only the latest version and
