@@ -489,7 +489,7 @@ deleted.`,
 			if dryRun {
 				verb = "would delete"
 			}
-			a.note("%s %d files (%s)", verb, len(res.Deleted), humanize.IBytes(uint64(res.Bytes)))
+			a.note("%s %d files (%s)", verb, len(res.Deleted), sizeText(uint64(res.Bytes)))
 			return nil
 		},
 	}
