@@ -36,9 +36,16 @@ LAKE        := lake
 # node_modules, so a wiped or fresh checkout installs again).
 TOOLS_STAMP := tools/node_modules/.sluice-installed
 
-.PHONY: all tools build demo test vet bench fuzz lint sample clean
+.PHONY: all deps tools build demo test vet bench fuzz lint sample clean
 
 all: build
+
+# PostgreSQL's server binaries for the tests' own server: installed
+# (Debian's postgresql) when missing and this user may (root, or sudo
+# without a password); otherwise one line says what to run, before any
+# test starts. .ci/run calls it too.
+deps:
+	@bash scripts/test-deps.sh
 
 tools: $(TOOLS_STAMP)
 
@@ -75,7 +82,7 @@ demo: build
 vet:
 	$(GO) vet ./...
 
-test: tools vet
+test: deps tools vet
 	$(GO) test -count=1 -timeout 25m ./...
 
 bench: tools

@@ -106,7 +106,7 @@ others go on; the exit code is then 1.`,
 			}
 			if !dryRun {
 				a.note("compacted %d partitions: %d files -> %d (%s -> %s) in %.1fs",
-					res.Partitions, res.FilesIn, res.FilesOut, humanize.IBytes(uint64(res.BytesIn)), humanize.IBytes(uint64(res.BytesOut)), res.Seconds)
+					res.Partitions, res.FilesIn, res.FilesOut, sizeText(uint64(res.BytesIn)), sizeText(uint64(res.BytesOut)), res.Seconds)
 			}
 			a.summary(out)
 			return res.Err()

@@ -163,8 +163,8 @@ records_deduplicated.`,
 	cmd.Flags().StringVar(&epochUnit, "epoch-unit", "s", "unit of numeric timestamps: s, ms or us")
 	cmd.Flags().StringVar(&maxRecordBytes, "max-record-bytes", "1MiB",
 		fmt.Sprintf("largest record accepted; larger ones are quarantined (at most a %dth of --memory)", ingest.RecordMemoryMultiple))
-	cmd.Flags().StringVar(&memory, "memory", humanize.IBytes(ingest.DefaultMemoryBudget),
-		"memory budget of the run: rows buffered, the largest record, fetched batches; the process aims to stay within it plus "+humanize.IBytes(gcHeadroom))
+	cmd.Flags().StringVar(&memory, "memory", sizeText(ingest.DefaultMemoryBudget),
+		"memory budget of the run: rows buffered, the largest record, fetched batches; the process aims to stay within it plus "+sizeText(gcHeadroom))
 	cmd.Flags().BoolVar(&ordered, "ordered-names", false, "landing file names only increase: keep a high-water mark in the checkpoint instead of every name")
 	cmd.Flags().StringVar(&dedupKey, "dedup-key", "", "drop records whose value of this column the table's commits of the --dedup-window, or earlier records of the run, already wrote")
 	cmd.Flags().DurationVar(&dedupWindow, "dedup-window", 0, "how far back, by commit time, --dedup-key looks (default 24h)")
@@ -211,6 +211,6 @@ func recordFits(o ingest.Options) error {
 	}
 	return fmt.Errorf("ingest: --max-record-bytes %s cannot fit in --memory %s: a record takes up to %d times its size in memory; "+
 		"give --memory %s or more, or --max-record-bytes %s or less",
-		humanize.IBytes(uint64(o.MaxRecordBytes)), humanize.IBytes(uint64(budget)), ingest.RecordMemoryMultiple,
-		humanize.IBytes(uint64(o.MaxRecordBytes)*ingest.RecordMemoryMultiple), humanize.IBytes(uint64(ingest.MaxRecordBytesFor(budget))))
+		sizeText(uint64(o.MaxRecordBytes)), sizeText(uint64(budget)), ingest.RecordMemoryMultiple,
+		sizeText(uint64(o.MaxRecordBytes)*ingest.RecordMemoryMultiple), sizeText(uint64(ingest.MaxRecordBytesFor(budget))))
 }

@@ -31,6 +31,11 @@ func (f *runnerFlags) add(cmd *cobra.Command, running bool) {
 	}
 	cmd.Flags().StringVar(&f.instance, "instance", "", "this instance's name in run records (default: SLUICE_INSTANCE, else host and pid)")
 	cmd.Flags().DurationVar(&f.leaseTTL, "lease-ttl", scheduler.DefaultLeaseTTL, "how long a run's claim holds without a heartbeat: another instance takes the interval over once it has seen the run's record unchanged that long, on its own clock (run and backfill wait that long on an interval running elsewhere whose record does not change)")
+}
+
+// addOnly gives run and backfill --only; serve always runs the jobs after
+// a job, so it has none.
+func (f *runnerFlags) addOnly(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.only, "only", false, "run the job alone, not the jobs after it")
 }
 
@@ -189,6 +194,7 @@ Exit 1 when a run failed; its record holds the error.`,
 		},
 	}
 	f.add(cmd, true)
+	f.addOnly(cmd)
 	cmd.Flags().StringVar(&at, "at", "", "the interval starting on this DATE, or the last one complete at this TIME (default: now)")
 	cmd.Flags().BoolVar(&f.rerun, "rerun", false, "run the interval even if it already succeeded")
 	return cmd
@@ -255,6 +261,7 @@ parallel: in the file allows that many.`,
 		},
 	}
 	f.add(cmd, true)
+	f.addOnly(cmd)
 	cmd.Flags().StringVar(&from, "from", "", "first day (or time) whose interval runs (required)")
 	cmd.Flags().StringVar(&to, "to", "", "last day (or time), inclusive (required)")
 	cmd.Flags().BoolVar(&f.rerun, "rerun", false, "run intervals that already succeeded again")

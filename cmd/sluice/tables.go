@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -246,8 +248,11 @@ func (a *app) historyCommand() *cobra.Command {
 		Short: "Show the table's versions: number, time, operation, run, files and rows added/removed",
 		Long: `Show the table's versions, one a line: number, commit time (UTC), operation,
 run ID, files and rows added/removed, and the files and rows of the table
-at that version. A run ID or operation holding a control character prints
-quoted and escaped as Go does, so that one version is always one line.
+at that version. A rollback's files and rows added and removed are counted
+file by file against the version before it, as the Iceberg mirror records
+them: a rollback across a compaction puts the small files back and takes
+the compacted ones out. A run ID or operation holding a control character
+prints quoted and escaped as Go does, so that one version is always one line.
 --json lists them as {"versions":[{"version":N,"operation":"...",...}]}.
 
 On a table with an Iceberg mirror (sluice iceberg sync or enable), an
@@ -267,6 +272,13 @@ the version the mirror is at.`,
 			hist, err := t.History(cmd.Context())
 			if err != nil {
 				return err
+			}
+			for i, m := range hist {
+				if m.RolledBackTo > 0 && i > 0 {
+					if m.Summary, err = fileDiff(cmd.Context(), t, hist[i-1], m); err != nil {
+						return fmt.Errorf("history: version %d: %w", m.Version, err)
+					}
+				}
 			}
 			mirror := a.icebergHistory(cmd.Context(), t)
 			if a.jsonOut {
@@ -316,6 +328,78 @@ the version the mirror is at.`,
 		},
 	}
 	return cmd
+}
+
+// fileDiff summarises what version cur changed from prev file by file:
+// the files only cur lists are added, those only prev lists removed, as
+// the Iceberg mirror records it. History uses it for rollbacks, whose
+// stored summary is the change of the table's totals (a rollback reuses
+// the pieces of the version it restores, listing no file): a rollback
+// across a compaction would show a few files added and none removed.
+// Only partitions whose pieces differ are read.
+func fileDiff(ctx context.Context, t *catalog.Table, prev, cur *catalog.Manifest) (catalog.Summary, error) {
+	sum := catalog.Summary{DataChange: cur.Summary.DataChange, Partitions: cur.Summary.Partitions}
+	before, err := t.Partitions(ctx, prev)
+	if err != nil {
+		return sum, fmt.Errorf("list version %d's partitions: %w", prev.Version, err)
+	}
+	after, err := t.Partitions(ctx, cur)
+	if err != nil {
+		return sum, fmt.Errorf("list version %d's partitions: %w", cur.Version, err)
+	}
+	refs := map[string][2]*catalog.PartitionRef{}
+	for i := range before {
+		r := refs[before[i].Partition]
+		r[0] = &before[i]
+		refs[before[i].Partition] = r
+	}
+	for i := range after {
+		r := refs[after[i].Partition]
+		r[1] = &after[i]
+		refs[after[i].Partition] = r
+	}
+	files := func(ref *catalog.PartitionRef) (map[string]catalog.DataFile, error) {
+		out := map[string]catalog.DataFile{}
+		if ref == nil {
+			return out, nil
+		}
+		fs, err := t.PartitionFiles(ctx, *ref)
+		if err != nil {
+			return nil, fmt.Errorf("list the files of partition %q: %w", ref.Partition, err)
+		}
+		for _, f := range fs {
+			out[f.Path] = f
+		}
+		return out, nil
+	}
+	for _, r := range refs {
+		if r[0] != nil && r[1] != nil && slices.Equal(r[0].Pieces, r[1].Pieces) {
+			continue
+		}
+		was, err := files(r[0])
+		if err != nil {
+			return sum, err
+		}
+		is, err := files(r[1])
+		if err != nil {
+			return sum, err
+		}
+		for p, f := range is {
+			if _, ok := was[p]; !ok {
+				sum.FilesAdded++
+				sum.RowsAdded += f.Rows
+				sum.BytesAdded += f.Bytes
+			}
+		}
+		for p, f := range was {
+			if _, ok := is[p]; !ok {
+				sum.FilesRemoved++
+				sum.RowsRemoved += f.Rows
+				sum.BytesRemoved += f.Bytes
+			}
+		}
+	}
+	return sum, nil
 }
 
 func (a *app) rollbackCommand() *cobra.Command {
@@ -414,7 +498,7 @@ deleted.`,
 			if dryRun {
 				verb = "would delete"
 			}
-			a.note("%s %d files (%s)", verb, len(res.Deleted), humanize.IBytes(uint64(res.Bytes)))
+			a.note("%s %d files (%s)", verb, len(res.Deleted), sizeText(uint64(res.Bytes)))
 			return nil
 		},
 	}

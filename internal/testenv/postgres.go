@@ -25,8 +25,8 @@ import (
 const PostgresPassword = "sluice-test-pg"
 
 // errPostgresMissing is the failure when the server binaries are absent.
-var errPostgresMissing = errors.New("testenv: PostgreSQL not installed: install Debian's postgresql package " +
-	"(apt-get install postgresql; .ci/run does) or set SLUICE_TEST_POSTGRES to a superuser URL")
+var errPostgresMissing = errors.New("testenv: PostgreSQL not installed (no initdb under /usr/lib/postgresql/*/bin or on PATH): " +
+	"run make deps, which installs Debian's postgresql package (apt-get install postgresql), or set SLUICE_TEST_POSTGRES to a superuser URL")
 
 // baseTempDir is the temporary folder as the process started: Run points
 // TMPDIR at a folder only this user may enter, and the server runs as
