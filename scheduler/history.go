@@ -58,8 +58,13 @@ type Record struct {
 	LeaseUntil time.Time `json:"lease_until,omitzero"`
 	// LeaseSeconds is the holder's lease TTL: it renews the record at
 	// least every third of it while it runs.
-	LeaseSeconds float64        `json:"lease_ttl_seconds,omitempty"`
-	Summary      map[string]any `json:"summary,omitempty"`
+	LeaseSeconds float64 `json:"lease_ttl_seconds,omitempty"`
+	// ErrorClass says whether a failed run's error was transient
+	// (retried, and worth running again) or permanent (retrying changes
+	// nothing: bad options, bad input, a verification failure).
+	ErrorClass string `json:"error_class,omitempty"`
+	// Summary is the job's result as its kind reported it, in JSON.
+	Summary json.RawMessage `json:"summary,omitempty"`
 	// Note says what a succeeded record went through since its success:
 	// a rerun that was cancelled leaves the success standing, and this.
 	Note string `json:"note,omitempty"`

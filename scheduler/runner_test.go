@@ -90,7 +90,7 @@ func TestRunClaimsIntervalOnce(t *testing.T) {
 		t.Fatalf("ran: %v and %v; want exactly one", outs[0].Ran, outs[1].Ran)
 	}
 	rec, _, err := h.Get(context.Background(), "load", iv.Key())
-	if err != nil || rec.Status != StatusSucceeded || rec.Attempt != 1 || rec.Summary["rows"] != float64(1) {
+	if err != nil || rec.Status != StatusSucceeded || rec.Attempt != 1 || summaryOf(t, rec)["rows"] != float64(1) {
 		t.Fatalf("record = %+v, %v", rec, err)
 	}
 }
@@ -403,7 +403,7 @@ func TestCancelledRerunKeepsTheSuccess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Status != StatusSucceeded || rec.Summary["rows"] != float64(7) || !rec.Ended.Equal(first.Record.Ended) || rec.Attempt != 2 ||
+	if rec.Status != StatusSucceeded || summaryOf(t, rec)["rows"] != float64(7) || !rec.Ended.Equal(first.Record.Ended) || rec.Attempt != 2 ||
 		!strings.Contains(rec.Note, "rerun (attempt 2, instance a) cancelled") {
 		t.Fatalf("record after a cancelled rerun: %+v; want the first success, attempt 2, a note", rec)
 	}
@@ -440,6 +440,36 @@ func TestListSkipsAnUnreadableRecord(t *testing.T) {
 	for _, rec := range recs {
 		if rec.Interval == bad {
 			t.Fatalf("the unreadable record %s was listed", bad)
+		}
+	}
+}
+
+// A job's error says what the scheduler may do: a permanent one (bad
+// input, a verification failure) fails the run at its first attempt,
+// retries or not; a transient one is retried. The record names the class.
+func TestPermanentErrorsAreNotRetried(t *testing.T) {
+	src := "lake: lake\njobs:\n  load:\n    schedule: \"@daily\"\n    task: {}\n    retries: {max: 3, backoff: 1ms, max_backoff: 1ms}\n"
+	for _, c := range []struct {
+		err      error
+		attempts int32
+		class    string
+	}{
+		{Permanent(errors.New("verify: checksum differs")), 1, "permanent"},
+		{Transient(errors.New("store: SlowDown")), 4, "transient"},
+		{errors.New("unclassified"), 4, "transient"},
+	} {
+		var attempts atomic.Int32
+		p, h, kinds := lake(t, src, func(ctx context.Context, j *Job, iv Interval) (map[string]any, error) {
+			attempts.Add(1)
+			return nil, c.err
+		})
+		r := &Runner{Pipeline: p, Kinds: kinds, History: h, Instance: "a", Jitter: func() float64 { return 0 }}
+		out, err := r.RunInterval(context.Background(), p.Jobs["load"], p.Jobs["load"].Schedule.Latest(t0), RunOptions{Only: true})
+		if err == nil || attempts.Load() != c.attempts || out.Record.Status != StatusFailed || out.Record.ErrorClass != c.class {
+			t.Errorf("%v: %d attempts, record %s/%s, err %v; want %d attempts, failed, %s", c.err, attempts.Load(), out.Record.Status, out.Record.ErrorClass, err, c.attempts, c.class)
+		}
+		if c.class == "permanent" && !errors.Is(err, ErrPermanent) {
+			t.Errorf("the run's error %v does not say it is permanent", err)
 		}
 	}
 }

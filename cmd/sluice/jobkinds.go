@@ -266,7 +266,7 @@ func (k *commandKind) args(p *scheduler.Pipeline, j *scheduler.Job, iv scheduler
 
 // Run runs one interval of j as its command, in process, and returns the
 // command's --json summary.
-func (k *commandKind) Run(ctx context.Context, p *scheduler.Pipeline, j *scheduler.Job, iv scheduler.Interval) (map[string]any, error) {
+func (k *commandKind) Run(ctx context.Context, p *scheduler.Pipeline, j *scheduler.Job, iv scheduler.Interval) (any, error) {
 	if k.name == "ingest" {
 		if err := createTable(ctx, p, j); err != nil {
 			return nil, err
