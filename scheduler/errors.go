@@ -115,7 +115,8 @@ func (l ErrorList) Error() string {
 func (l ErrorList) Is(target error) bool { return target == ErrInvalid }
 
 // OptionError is what a Kind's Check returns for one bad option: the
-// parser adds the option's position.
+// parser adds the option's position. An empty Key is the kind's options
+// together (two that do not go together).
 type OptionError struct {
 	Key string
 	Msg string
