@@ -7,8 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dustin/go-humanize"
 	"github.com/spf13/pflag"
+
+	"github.com/sluice-data/sluice/cloud"
 
 	"github.com/sluice-data/sluice/compact"
 )
@@ -124,10 +125,10 @@ type CompactResult struct {
 func (r CompactResult) Line() string {
 	if r.DryRun {
 		return withWarnings(fmt.Sprintf("would compact %d partitions of %s: %d files -> %d (%s)",
-			r.Partitions, r.Table, r.FilesIn, r.FilesOut, humanize.IBytes(uint64(r.BytesIn))), r.Warns)
+			r.Partitions, r.Table, r.FilesIn, r.FilesOut, sizeText(r.BytesIn)), r.Warns)
 	}
 	return withWarnings(fmt.Sprintf("compacted %d partitions of %s: %d files -> %d (%s -> %s), version %d; %.1f s",
-		r.Partitions, r.Table, r.FilesIn, r.FilesOut, humanize.IBytes(uint64(r.BytesIn)), humanize.IBytes(uint64(r.BytesOut)), r.Version, r.seconds), r.Warns)
+		r.Partitions, r.Table, r.FilesIn, r.FilesOut, sizeText(r.BytesIn), sizeText(r.BytesOut), r.Version, r.seconds), r.Warns)
 }
 
 // Warnings are the run's warnings.
@@ -136,7 +137,7 @@ func (r CompactResult) Warnings() []string { return r.Warns }
 // Run compacts. One partition's failure does not stop the others: the
 // error then joins the failures, and the result counts what committed.
 func (o *Compact) Run(ctx context.Context, env Env) (Result, error) {
-	res := CompactResult{Command: "compact", Table: o.Table, DryRun: o.DryRun, Versions: []int64{}, Dropped: []string{}}
+	res := CompactResult{Command: "compact", Table: cloud.Redact(o.Table), DryRun: o.DryRun, Versions: []int64{}, Dropped: []string{}}
 	if err := o.Validate(); err != nil {
 		return &res, classify(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/sluice-data/sluice/cloud"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sluice-data/sluice/catalog"
@@ -79,7 +81,7 @@ func (CreateResult) Warnings() []string { return nil }
 
 // Run creates the table; catalog.ErrTableExists when there is one.
 func (o *Create) Run(ctx context.Context, env Env) (Result, error) {
-	res := CreateResult{Command: "init", Table: o.Table}
+	res := CreateResult{Command: "init", Table: cloud.Redact(o.Table)}
 	if err := o.Validate(); err != nil {
 		return &res, classify(err)
 	}

@@ -11,6 +11,8 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/pflag"
 
+	"github.com/sluice-data/sluice/cloud"
+
 	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/ingest"
 )
@@ -57,9 +59,9 @@ func (o *Ingest) Bind(fs *pflag.FlagSet) {
 	o.MaxRecordBytes.text = "1MiB"
 	fs.Var(&o.MaxRecordBytes, "max-record-bytes",
 		fmt.Sprintf("largest record accepted; larger ones are quarantined (at most a %dth of --memory)", ingest.RecordMemoryMultiple))
-	o.Memory.text = humanize.IBytes(ingest.DefaultMemoryBudget)
+	o.Memory.text = sizeText(ingest.DefaultMemoryBudget)
 	fs.Var(&o.Memory, "memory",
-		"memory budget of the run: rows buffered, the largest record, fetched batches; the process aims to stay within it plus "+humanize.IBytes(GCHeadroom))
+		"memory budget of the run: rows buffered, the largest record, fetched batches; the process aims to stay within it plus "+sizeText(GCHeadroom))
 	fs.BoolVar(&o.OrderedNames, "ordered-names", false, "landing file names only increase: keep a high-water mark in the checkpoint instead of every name")
 	fs.StringVar(&o.DedupKey, "dedup-key", "", "drop records whose value of this column the table's commits of the --dedup-window, or earlier records of the run, already wrote")
 	fs.DurationVar(&o.DedupWindow, "dedup-window", 0, "how far back, by commit time, --dedup-key looks (default 24h)")
@@ -75,6 +77,10 @@ func (o *Ingest) Validate() error {
 	var errs []error
 	if o.From == "" {
 		errs = append(errs, bad("from", "SOURCE is required"))
+	} else if o.kafka() {
+		if err := ingest.CheckKafkaURL(o.From); err != nil {
+			errs = append(errs, bad("from", "%v", err))
+		}
 	}
 	if err := o.MaxRecords.check("max-records"); err != nil {
 		errs = append(errs, err)
@@ -131,8 +137,8 @@ func (o *Ingest) Validate() error {
 	if budget := o.memoryBudget(); io.MaxRecordBytes > ingest.MaxRecordBytesFor(budget) {
 		return bad("max-record-bytes", "%s cannot fit in --memory %s: a record takes up to %d times its size in memory; "+
 			"give --memory %s or more, or --max-record-bytes %s or less",
-			humanize.IBytes(uint64(io.MaxRecordBytes)), humanize.IBytes(uint64(budget)), ingest.RecordMemoryMultiple,
-			humanize.IBytes(uint64(io.MaxRecordBytes)*ingest.RecordMemoryMultiple), humanize.IBytes(uint64(ingest.MaxRecordBytesFor(budget))))
+			sizeText(int64(io.MaxRecordBytes)), sizeText(budget), ingest.RecordMemoryMultiple,
+			sizeText(int64(io.MaxRecordBytes)*ingest.RecordMemoryMultiple), sizeText(int64(ingest.MaxRecordBytesFor(budget))))
 	}
 	if err := io.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrBadOption, err) // a rule of the package's beyond the flags'
@@ -195,7 +201,7 @@ func (r IngestResult) Warnings() []string { return r.Warns }
 // Run ingests.
 func (o *Ingest) Run(ctx context.Context, env Env) (Result, error) {
 	start := time.Now()
-	res := IngestResult{Command: "ingest", Table: o.Table, Source: o.From, kafka: o.kafka(), Partitions: []string{}}
+	res := IngestResult{Command: "ingest", Table: cloud.Redact(o.Table), Source: cloud.Redact(o.From), kafka: o.kafka(), Partitions: []string{}}
 	if err := o.Validate(); err != nil {
 		return &res, classify(err)
 	}

@@ -195,3 +195,8 @@ func (s *smallFiles) noteSmallFiles(table string, n int) {
 	}
 	s.SmallFiles[table] = n
 }
+
+// sizeText spells n bytes as the size options take them and help texts
+// show them, 256MiB: humanize's "256 MiB" copied after a flag would be
+// two arguments.
+func sizeText(n int64) string { return strings.ReplaceAll(humanize.IBytes(uint64(n)), " ", "") }

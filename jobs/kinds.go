@@ -212,8 +212,8 @@ func (k *kind) Run(ctx context.Context, p *scheduler.Pipeline, j *scheduler.Job,
 	}
 	env := k.env
 	env.RunID = scheduler.RunID(ctx)
-	if env.Logger != nil && env.RunID != "" {
-		env.Logger = env.Logger.With("run", env.RunID)
+	if env.Logger != nil {
+		env.Logger = env.Logger.With("job", j.Name, "run", env.RunID)
 	}
 	if k.name == "ingest" {
 		if err := createTable(ctx, p, j, env); err != nil {
@@ -354,4 +354,23 @@ func rollupZone(j *scheduler.Job) []*scheduler.OptionError {
 		where = "the host's zone, " + sched.String() + ", as it has no CRON_TZ"
 	}
 	return []*scheduler.OptionError{{Key: "tz", Msg: fmt.Sprintf("%s differs from the zone the job's schedule ticks in (%s): give the schedule CRON_TZ=%s, or drop tz (one zone per job, for its intervals and its days)", o.Value, where, o.Value)}}
+}
+
+// PipelineBudget is the memory the jobs of p hold when each runs at
+// most parallel intervals at once, all jobs side by side (serve runs a
+// job's intervals one at a time): what a scheduler process is tuned for
+// (Tune), once.
+func PipelineBudget(p *scheduler.Pipeline, kinds map[string]scheduler.Kind, parallel int) int64 {
+	var js []Job
+	for _, name := range p.Order {
+		j := p.Jobs[name]
+		k, ok := kinds[j.Kind].(*kind)
+		if !ok {
+			js = append(js, nil) // counted as a light job
+			continue
+		}
+		job, _ := k.build(p, j)
+		js = append(js, job)
+	}
+	return int64(max(parallel, 1)) * Budget(js...)
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/pflag"
 
+	"github.com/sluice-data/sluice/cloud"
+
 	"github.com/sluice-data/sluice/warehouse"
 )
 
@@ -86,7 +88,7 @@ func (PublishResult) Warnings() []string { return nil }
 
 // Run publishes.
 func (o *Publish) Run(ctx context.Context, env Env) (Result, error) {
-	res := PublishResult{Command: "publish", Table: o.Table}
+	res := PublishResult{Command: "publish", Table: cloud.Redact(o.Table)}
 	if err := o.Validate(); err != nil {
 		return &res, classify(err)
 	}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/sluice-data/sluice/cloud"
+
 	"github.com/sluice-data/sluice/rollup"
 )
 
@@ -152,7 +154,7 @@ func (o *Rollup) Run(ctx context.Context, env Env) (Result, error) {
 	ro.Progress = func(done, total int64) { bar.Set(done>>10, total>>10) }
 	r, err := rollup.Run(ctx, t, ro)
 	bar.Done()
-	res = RollupResult{Command: "rollup", Table: o.Out, EventsRead: r.EventsRead, EventsExcluded: r.EventsExcluded,
+	res = RollupResult{Command: "rollup", Table: cloud.Redact(o.Out), EventsRead: r.EventsRead, EventsExcluded: r.EventsExcluded,
 		EventsAfterThrough: r.EventsAfter, EventsWithoutTime: r.EventsNoTime, Keys: r.Keys, Days: r.Days,
 		SnapshotDay: r.SnapshotDay, FirstDay: r.First, Through: r.Through, LastEventDay: r.LastEventDay,
 		CellsWritten: r.CellsWritten, RowsWritten: r.CellsWritten, KeysRestated: r.KeysRestated, CellsRestated: r.CellsRestated,
