@@ -73,3 +73,13 @@ func (a *app) observers() []catalog.CommitObserver {
 	}
 	return []catalog.CommitObserver{a.mirror}
 }
+
+// line prints a command's summary line on stderr, unless --json or -q:
+// under cron, what a success did (records quarantined, files waiting)
+// must not go unnoticed.
+func (a *app) line(format string, args ...any) {
+	if a.jsonOut || a.quiet {
+		return
+	}
+	fmt.Fprintf(a.stderr, strings.TrimSuffix(format, "\n")+"\n", args...)
+}

@@ -90,9 +90,9 @@ failed batch's output), and sluice cannot read those logs yet.`,
 			}
 			if res.Manifest != nil {
 				out["version"] = res.Manifest.Version
-				a.note("imported %d files (%d rows) into %s at version %d", res.FilesAdded, res.Rows, args[0], res.Manifest.Version)
+				a.line("imported %d files (%d rows) into %s at version %d", res.FilesAdded, res.Rows, textName(args[0]), res.Manifest.Version)
 			} else {
-				a.note("nothing new to import: all %d files are already in %s", res.FilesFound, args[0])
+				a.line("nothing new to import: all %d files are already in %s", res.FilesFound, textName(args[0]))
 			}
 			return a.summary(out)
 		},
@@ -356,7 +356,7 @@ exists (vacuumed, or deleted from the folder an import adopted it in).`,
 				return err
 			}
 			files, rows, bytes := m.Totals()
-			a.note("rolled %s back to version %d as version %d", args[0], to, m.Version)
+			a.line("rolled %s back to version %d as version %d", textName(args[0]), to, m.Version)
 			return a.summary(map[string]any{"command": "rollback", "table": args[0], "version": m.Version,
 				"rolled_back_to": to, "files": files, "rows": rows, "bytes": bytes})
 		},
@@ -424,7 +424,11 @@ deleted.`,
 			if dryRun {
 				verb = "would delete"
 			}
-			a.note("%s %d files (%s)", verb, len(res.Deleted), sizeText(uint64(res.Bytes)))
+			line := fmt.Sprintf("vacuum %s: %s %d files (%s), %d versions retained", textName(args[0]), verb, len(res.Deleted), sizeText(uint64(res.Bytes)), res.RetainedVersions)
+			if msg, ok := mirror["error"].(string); ok {
+				line += "; warning: the Iceberg mirror was not synced (the next commit or 'sluice iceberg sync' retries): " + msg
+			}
+			a.line("%s", line)
 			return nil
 		},
 	}
