@@ -17,16 +17,16 @@ type Metrics struct {
 	kafkaLag    *prometheus.GaugeVec
 }
 
-// SmallFilesKey is the key of a job's summary under which its kind reports,
+// smallFilesKey is the key of a job's summary under which its kind reports,
 // by table name, how many files of the table's current version are small
 // (under a quarter of its target file size): the sluice_table_small_files
 // gauge.
-const SmallFilesKey = "small_files"
+const smallFilesKey = "small_files"
 
-// KafkaLagKey is the key of an ingest job's summary under which it
+// kafkaLagKey is the key of an ingest job's summary under which it
 // reports, by partition, the records of the topic it left unread: the
 // sluice_kafka_lag_records gauge.
-const KafkaLagKey = "kafka_lag"
+const kafkaLagKey = "kafka_lag"
 
 // NewMetrics registers the metrics on reg (none when reg is nil).
 func NewMetrics(reg prometheus.Registerer) *Metrics {

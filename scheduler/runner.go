@@ -304,7 +304,7 @@ func (r *Runner) RunInterval(ctx context.Context, job *Job, iv Interval, o RunOp
 func (r *Runner) awaitLease(ctx context.Context, rec Record, o RunOptions) (*claim, *Record, error) {
 	seen := r.History.sighted(rec.Job, rec.Interval)
 	for {
-		if err := Sleep(ctx, r.clock(), r.ttl()/4); err != nil {
+		if err := sleep(ctx, r.clock(), r.ttl()/4); err != nil {
 			return nil, nil, err
 		}
 		now := r.clock().Now()
@@ -328,7 +328,7 @@ func (r *Runner) hold(ctx context.Context, o RunOptions) (time.Time, error) {
 			defer context.AfterFunc(o.Hold, stop)()
 		}
 		leave := r.holdFor(o.NotBefore)
-		err := SleepUntil(hctx, r.clock(), o.NotBefore)
+		err := sleepUntil(hctx, r.clock(), o.NotBefore)
 		leave()
 		if err != nil {
 			return time.Time{}, fmt.Errorf("%w before the interval's start", ErrCancelled)
@@ -455,7 +455,7 @@ func (r *Runner) attempts(ctx context.Context, c *claim, job *Job, iv Interval, 
 		if _, uerr := c.update(ctx, func(x *Record) { x.Attempt++; x.Error = cloud.OneLine(err.Error(), 2000) }); uerr != nil {
 			return summary, StatusFailed, uerr
 		}
-		if serr := Sleep(ctx, r.clock(), wait); serr != nil {
+		if serr := sleep(ctx, r.clock(), wait); serr != nil {
 			return summary, StatusCancelled, fmt.Errorf("%w: %w", ErrCancelled, err)
 		}
 	}
@@ -503,7 +503,7 @@ func (r *Runner) heartbeat(ctx context.Context, c *claim, cancel context.CancelC
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		for Sleep(ctx, r.clock(), r.ttl()/3) == nil {
+		for sleep(ctx, r.clock(), r.ttl()/3) == nil {
 			until := r.clock().Now().Add(r.ttl())
 			if _, err := c.update(ctx, func(x *Record) { x.LeaseUntil = until }); errors.Is(err, ErrLeaseLost) {
 				cancel(ErrLeaseLost)

@@ -192,7 +192,7 @@ func TestRetriesBackOffOnTheClock(t *testing.T) {
 		}
 		return nil, nil
 	})
-	clock := NewFakeClock(t0)
+	clock := newFakeClock(t0)
 	r := &Runner{Pipeline: p, Kinds: kinds, History: h, Clock: clock, Jitter: func() float64 { return 0 }, LeaseTTL: time.Hour}
 	done := wait(func() error {
 		_, err := r.RunInterval(context.Background(), p.Jobs["load"], p.Jobs["load"].Schedule.Latest(t0), RunOptions{})
@@ -230,7 +230,7 @@ func TestTimeoutCancelsTheJob(t *testing.T) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	})
-	clock := NewFakeClock(t0)
+	clock := newFakeClock(t0)
 	r := &Runner{Pipeline: p, Kinds: kinds, History: h, Clock: clock, LeaseTTL: 24 * time.Hour}
 	iv := p.Jobs["load"].Schedule.Latest(t0)
 	done := wait(func() error {
@@ -296,7 +296,7 @@ func TestLeaseTakeoverAfterTTL(t *testing.T) {
 	if _, err := h.put(context.Background(), dead, cloud.PutOptions{IfAbsent: true}); err != nil {
 		t.Fatal(err)
 	}
-	clock := NewFakeClock(t0)
+	clock := newFakeClock(t0)
 	r := &Runner{Pipeline: p, Kinds: kinds, History: h, Clock: clock, Instance: "b", LeaseTTL: time.Minute}
 	for _, wait := range []time.Duration{0, 59 * time.Second} {
 		clock.Set(t0.Add(wait))
@@ -321,7 +321,7 @@ func TestLeaseLostStopsTheRun(t *testing.T) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	})
-	clock := NewFakeClock(t0)
+	clock := newFakeClock(t0)
 	r := &Runner{Pipeline: p, Kinds: kinds, History: h, Clock: clock, Instance: "a", LeaseTTL: 3 * time.Minute}
 	iv := p.Jobs["load"].Schedule.Latest(t0)
 	done := wait(func() error {
@@ -427,7 +427,7 @@ func TestListSkipsAnUnreadableRecord(t *testing.T) {
 	}
 	bad := job.Schedule.Latest(t0.AddDate(0, 0, -1)).Key()
 	data := []byte(`{"job": "load", "status": "succ`)
-	if _, err := h.Store.Put(ctx, RunsPrefix+"load/"+bad, bytes.NewReader(data), int64(len(data)), cloud.PutOptions{}); err != nil {
+	if _, err := h.Store.Put(ctx, runsPrefix+"load/"+bad, bytes.NewReader(data), int64(len(data)), cloud.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	recs, err := h.List(ctx, "")
