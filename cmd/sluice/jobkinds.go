@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -28,8 +29,20 @@ func (a *app) jobKinds(logger *slog.Logger) map[string]scheduler.Kind {
 	mirror := &mirrorObserver{a: a, report: func(map[string]any, string) {}}
 	out := jobs.Kinds(jobs.Env{Logger: logger, Observers: []catalog.CommitObserver{mirror}})
 	out["vacuum"] = &commandKind{name: "vacuum", positional: "table", tables: []string{"table"}, required: []string{"table"},
-		command: (*app).vacuumCommand}
+		command: (*app).vacuumCommand, checkJob: vacuumRetain}
 	return out
+}
+
+// vacuumRetain refuses a negative retain, which every run would refuse.
+func vacuumRetain(j *scheduler.Job) []*scheduler.OptionError {
+	o, ok := j.Option("retain")
+	if !ok {
+		return nil
+	}
+	if d, err := time.ParseDuration(o.Value); err == nil && d < 0 {
+		return []*scheduler.OptionError{{Key: "retain", Msg: fmt.Sprintf("%s: %v", o.Value, catalog.ErrNegativeRetention)}}
+	}
+	return nil
 }
 
 // commandKind is a job kind run as its own command, in process: its
