@@ -145,6 +145,7 @@ func (t *Table) Commit(ctx context.Context, c Change) (*Manifest, error) {
 			_ = t.writeJSON(ctx, latestKey, map[string]int64{"version": next.Version}, false)
 			t.opts.Logger.LogAttrs(ctx, 0, "commit",
 				slogAttrs(t.loc, c, next, attempts, time.Since(start))...)
+			t.notify(ctx, next)
 			return next, nil
 		}
 		// Lost the race for next.Version. Back off first, then read the

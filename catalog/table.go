@@ -32,6 +32,10 @@ type Options struct {
 	MaxPartitionsPerPage int
 	// Logger receives one line per commit; nil: no logging.
 	Logger *slog.Logger
+	// Observers are told of every version the table commits (see
+	// CommitObserver): the Iceberg mirror syncs through one. A table
+	// opened from another's options (a quarantine table) has them too.
+	Observers []CommitObserver
 }
 
 // DefaultOptions returns the defaults spelled out.
@@ -96,6 +100,11 @@ func (t *Table) Location() string { return t.loc }
 // committed since ids existed, its root's absolute URL (see
 // Manifest.Identity).
 func (t *Table) Identity(m *Manifest) string { return m.Identity(t.store.URL("")) }
+
+// Options returns the options the table was opened with, for a table
+// opened on its behalf (its quarantine) to share its logger and
+// observers.
+func (t *Table) Options() Options { return t.opts }
 
 // Store returns the table's object store.
 func (t *Table) Store() cloud.Store { return t.store }

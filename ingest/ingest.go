@@ -403,7 +403,9 @@ func quarantineOf(ctx context.Context, t *catalog.Table, o Options) (*catalog.Ta
 	if qloc == "" {
 		qloc = strings.TrimRight(t.Location(), "/") + "_quarantine"
 	}
-	qt, err := catalog.Open(ctx, qloc, catalog.Options{Logger: o.Logger})
+	// The quarantine shares t's options: its logger, and its commit
+	// observers (a mirrored quarantine is synced as t is).
+	qt, err := catalog.Open(ctx, qloc, t.Options())
 	if err != nil {
 		return nil, nil, fmt.Errorf("ingest: quarantine %s: %w", qloc, err)
 	}

@@ -50,6 +50,13 @@ type kafkaSource struct {
 	topic   string
 }
 
+// CheckKafkaURL checks a kafka:// source without connecting: brokers,
+// one topic, no credentials in the URL (its error redacts them).
+func CheckKafkaURL(s string) error {
+	_, err := parseKafkaURL(s)
+	return err
+}
+
 // parseKafkaURL parses kafka://host:port[,host:port]/topic.
 func parseKafkaURL(s string) (kafkaSource, error) {
 	const scheme = "kafka://"

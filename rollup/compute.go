@@ -289,9 +289,23 @@ func (r *run) commit(ctx context.Context, g *grid, ki *keyIndex) error {
 // column's statistics, when they are exact and the file has no NULL time
 // (whose events are counted apart).
 func (r *run) statDays(f catalog.DataFile, z *dayer) (lo, hi int64, ok bool) {
-	cs, found := f.Columns[r.j.timeCol.Name]
-	if !found || cs.NullCount != 0 || cs.Min == nil || cs.Max == nil || cs.MinTruncated || cs.MaxTruncated {
+	if cs, found := f.Columns[r.j.timeCol.Name]; !found || cs.NullCount != 0 {
 		return 0, 0, false
+	}
+	lo, hi, ok, _ = r.statSpan(f, z)
+	return lo, hi, ok
+}
+
+// statSpan are the first and last days of a file's events that have a
+// time, by its time column's exact statistics (ok); none when every time
+// is NULL.
+func (r *run) statSpan(f catalog.DataFile, z *dayer) (lo, hi int64, ok, none bool) {
+	cs, found := f.Columns[r.j.timeCol.Name]
+	if found && f.Rows > 0 && cs.NullCount == f.Rows {
+		return 0, 0, false, true
+	}
+	if !found || cs.Min == nil || cs.Max == nil || cs.MinTruncated || cs.MaxTruncated {
+		return 0, 0, false, false
 	}
 	day := func(s string) (int64, bool) {
 		v, err := pqio.ParseValue(r.j.timeCol.Type, s)
@@ -306,5 +320,5 @@ func (r *run) statDays(f catalog.DataFile, z *dayer) (lo, hi int64, ok bool) {
 	}
 	lo, ok1 := day(*cs.Min)
 	hi, ok2 := day(*cs.Max)
-	return lo, hi, ok1 && ok2
+	return lo, hi, ok1 && ok2, false
 }

@@ -38,6 +38,11 @@ func scanCSV(ctx context.Context, st cloud.Store, key string, _ int64, want []ca
 	}
 	at := map[string]int{}
 	for i, h := range header {
+		if i == 0 {
+			// A byte-order mark, as Excel and PowerShell write UTF-8
+			// CSV, is not part of the first column's name.
+			h = strings.TrimPrefix(h, "\uFEFF")
+		}
 		at[strings.TrimSpace(h)] = i
 	}
 	var schema catalog.Schema

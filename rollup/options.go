@@ -150,3 +150,41 @@ func (o Options) location() *time.Location {
 	}
 	return o.Location
 }
+
+// specDiff says how two spec() texts differ, part by part: "measures:
+// was a=sum(x), b=count(), now a=sum(x)".
+func specDiff(was, now string) string {
+	parse := func(s string) (map[string]string, []string) {
+		kv, measures := map[string]string{}, []string(nil)
+		for _, part := range strings.Split(s, ";") {
+			if k, v, ok := strings.Cut(part, "="); ok && (k == "keys" || k == "time" || k == "tz") {
+				kv[k] = v
+			} else if part != "" {
+				measures = append(measures, part)
+			}
+		}
+		return kv, measures
+	}
+	wkv, wm := parse(was)
+	nkv, nm := parse(now)
+	var diffs []string
+	for _, k := range []string{"keys", "time", "tz"} {
+		if wkv[k] != nkv[k] {
+			diffs = append(diffs, fmt.Sprintf("%s: was %s, now %s", k, orNone(wkv[k]), orNone(nkv[k])))
+		}
+	}
+	if w, n := strings.Join(wm, ", "), strings.Join(nm, ", "); w != n {
+		diffs = append(diffs, fmt.Sprintf("measures: was %s, now %s", orNone(w), orNone(n)))
+	}
+	if len(diffs) == 0 {
+		return "the output's columns differ from those these options make"
+	}
+	return strings.Join(diffs, "; ")
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}

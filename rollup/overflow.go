@@ -16,6 +16,12 @@ import (
 // is written.
 var ErrOverflow = errors.New("overflow")
 
+// ErrOptionsChanged: a rerun whose keys, time column, time zone or
+// measures differ from those the output was computed with. Recomputing
+// would silently drop or change columns and days of the output; --full
+// says that is meant.
+var ErrOptionsChanged = errors.New("the rollup's options changed")
+
 // sumInts adds the values x (valid where ok) into the cells v, as int64
 // adds them, and counts in wraps each time a cell's sum passes an end of
 // int64 (+1 past the top, -1 past the bottom): the cell's exact sum is then

@@ -137,11 +137,17 @@ type changes struct {
 	earliest int64           // the earliest day (in the rollup's zone) that may have changed
 	parts    map[string]bool // the source partitions those commits touched
 	full     string          // not empty: a full recompute is needed, and why
+	// byStats: the partitions do not name days (the source is not
+	// partitioned by day of the time column): the days changed are the
+	// ones the added and removed files' statistics span (changedDays).
+	byStats bool
 }
 
 // sourceChanges reads the source's manifests after version from: a
 // compaction changes no data and is skipped; any other commit's
-// partitions name the UTC days that changed.
+// partitions name the UTC days that changed, or on a source not
+// partitioned by day the partitions whose added and removed files say
+// which days changed (byStats).
 func (j *job) sourceChanges(versions []*catalog.Manifest) changes {
 	ch := changes{earliest: math.MaxInt64, parts: map[string]bool{}}
 	for _, m := range versions {
@@ -152,13 +158,16 @@ func (j *job) sourceChanges(versions []*catalog.Manifest) changes {
 		if !m.Summary.DataChange {
 			continue
 		}
-		if !j.byDay {
-			ch.full = "the source is not partitioned by day(" + j.o.Time + ")"
-			return ch
-		}
 		if len(m.Summary.Partitions) == 0 && m.Summary.FilesAdded+m.Summary.FilesRemoved > 0 {
 			ch.full = fmt.Sprintf("source version %d does not say which partitions it changed", m.Version)
 			return ch
+		}
+		if !j.byDay {
+			ch.byStats = true
+			for _, p := range m.Summary.Partitions {
+				ch.parts[p] = true
+			}
+			continue
 		}
 		for _, p := range m.Summary.Partitions {
 			day, isDate := strings.CutPrefix(p, "date=")

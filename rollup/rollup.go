@@ -30,8 +30,10 @@ type Result struct {
 	Keys, Days int
 	// SnapshotDay and Through are the output's first and last days;
 	// First is the first day this run restated ("" when it restated
-	// nothing).
-	SnapshotDay, First, Through string
+	// nothing); LastEventDay the source's last day with an event ("" when
+	// it has none): days after it, up to Through, carry the running
+	// totals forward with no event of their own.
+	SnapshotDay, First, Through, LastEventDay string
 	// CellsWritten are the rows written; KeysRestated the keys whose
 	// values changed or may have (late events, new days), CellsRestated
 	// their rows from their earliest changed day on.
@@ -107,10 +109,14 @@ type run struct {
 	// version; oldThrough the output's last day before the run.
 	changed    map[string]bool
 	oldThrough int64
+	// lastEvent is the source's last day with an event, "" for none.
+	lastEvent string
 	// oldFiles are the source's live files at the version the output
 	// reflected: the others of a changed partition are the new events.
 	oldFiles map[string]bool
-	res      Result
+	// oldList are those files, for the removed ones' statistics.
+	oldList []catalog.DataFile
+	res     Result
 }
 
 // partitionFiles lists the live files at version m of the source's
@@ -187,7 +193,7 @@ func runOnce(ctx context.Context, out, src *catalog.Table, o Options) (Result, e
 	if r.om, err = out.Latest(ctx); err != nil && !errors.Is(err, catalog.ErrTableNotFound) {
 		return Result{}, fmt.Errorf("output %s: %w", cloud.Redact(out.Location()), err)
 	}
-	r.res = Result{Snapshot: r.snap.identity(), SnapshotDay: dayString(r.snap.day), Through: dayString(r.through),
+	r.res = Result{Snapshot: r.snap.identity(), SnapshotDay: dayString(r.snap.day), Through: dayString(r.through), LastEventDay: r.lastEvent,
 		Days: int(r.through - r.snap.day + 1), SourceTo: r.sm.Version}
 	if r.om != nil {
 		r.old, r.oldRaw = readState(r.om)
@@ -229,16 +235,19 @@ func runOnce(ctx context.Context, out, src *catalog.Table, o Options) (Result, e
 // resolveThrough sets the last output day: Options.Through, else the last
 // event day (not before the snapshot day).
 func (r *run) resolveThrough(ctx context.Context) error {
+	last, ok, err := r.lastEventDay(ctx)
+	if err != nil {
+		return err
+	}
+	if ok {
+		r.lastEvent = dayString(last)
+	}
 	if !r.j.o.Through.IsZero() {
 		r.through = dayOfDate(r.j.o.Through)
 		if r.through < r.snap.day {
 			return fmt.Errorf("--through %s is before the snapshot day %s", dayString(r.through), dayString(r.snap.day))
 		}
 		return nil
-	}
-	last, ok, err := r.lastEventDay(ctx)
-	if err != nil {
-		return err
 	}
 	r.through = r.snap.day
 	if ok && last > r.through {
@@ -259,7 +268,7 @@ func (r *run) decide(ctx context.Context) (int64, string, error) {
 	case old == nil:
 		return 0, "the output has no rollup checkpoint", nil
 	case old.Spec != o.spec() || r.om.Schema.String() != r.j.out.String():
-		return 0, "other keys, time column, time zone or measures", nil
+		return 0, "", fmt.Errorf("%w: %s; give --full to recompute the output with the new ones", ErrOptionsChanged, specDiff(old.Spec, o.spec()))
 	case old.Snapshot != r.snap.identity():
 		return 0, fmt.Sprintf("a new snapshot (%s, was %s)", r.snap.identity(), old.Snapshot), nil
 	case old.Source != r.sourceID() && old.Source != o.Source:
@@ -290,6 +299,13 @@ func (r *run) decide(ctx context.Context) (int64, string, error) {
 		}
 	}
 	first := ch.earliest
+	if ch.byStats && len(ch.parts) > 0 {
+		day, why, err := r.changedDays(ctx)
+		if err != nil || why != "" {
+			return 0, why, err
+		}
+		first = day
+	}
 	if r.through > oldThrough {
 		first = min(first, oldThrough+1)
 	}
@@ -361,6 +377,52 @@ func (r *run) lastEventDay(ctx context.Context) (int64, bool, error) {
 	return last, found, nil
 }
 
+// changedDays is, for a source not partitioned by day, the earliest day
+// (in the rollup's zone) that the files added and removed since the
+// output's version span, by their time column's statistics: the days an
+// append, a delete or an overwrite touched, whatever the partitioning (a
+// Spark table's date=YYYY-MM-DD string folders, none at all). A file
+// without exact statistics cannot say: why names it, and the run
+// recomputes in full.
+func (r *run) changedDays(ctx context.Context) (first int64, why string, err error) {
+	cur, _, err := r.partitionFiles(ctx, r.sm, func(ref catalog.PartitionRef) bool { return r.changed[ref.Partition] })
+	if err != nil {
+		return 0, "", err
+	}
+	now := make(map[string]bool, len(cur))
+	for _, f := range cur {
+		now[f.Path] = true
+	}
+	z := &dayer{loc: r.j.o.location()}
+	first = math.MaxInt64
+	span := func(f catalog.DataFile, what string) string {
+		lo, _, ok, none := r.statSpan(f, z)
+		switch {
+		case none:
+			return "" // every time NULL: no day changed
+		case !ok:
+			return fmt.Sprintf("the %s source file %s has no exact statistics of %s", what, f.Path, r.j.o.Time)
+		}
+		first = min(first, lo)
+		return ""
+	}
+	for _, f := range cur {
+		if !r.oldFiles[f.Path] {
+			if why := span(f, "added"); why != "" {
+				return 0, why, nil
+			}
+		}
+	}
+	for _, f := range r.oldList {
+		if !now[f.Path] {
+			if why := span(f, "removed"); why != "" {
+				return 0, why, nil
+			}
+		}
+	}
+	return first, "", nil
+}
+
 // readOldFiles lists the source's live files at version v in the
 // partitions changed since.
 func (r *run) readOldFiles(ctx context.Context, v int64) error {
@@ -372,7 +434,7 @@ func (r *run) readOldFiles(ctx context.Context, v int64) error {
 	if err != nil {
 		return err
 	}
-	r.oldFiles = make(map[string]bool, len(files))
+	r.oldFiles, r.oldList = make(map[string]bool, len(files)), files
 	for _, f := range files {
 		r.oldFiles[f.Path] = true
 	}

@@ -46,7 +46,7 @@ func TestAdminAPI(t *testing.T) {
 	})
 	reg := prometheus.NewRegistry()
 	metrics := NewMetrics(reg)
-	clock := NewFakeClock(t0.Add(5 * time.Second))
+	clock := newFakeClock(t0.Add(5 * time.Second))
 	d := newDispatches()
 	r := &Runner{Pipeline: p, Kinds: kinds, History: h, Clock: clock, LeaseTTL: time.Hour, OnFinish: metrics.Observe}
 	s := &Server{Runner: r, OnDispatch: d.hook, Grace: time.Second}
@@ -148,7 +148,7 @@ func TestAdminRefusesCrossSiteRequests(t *testing.T) {
 	p, h, kinds := serveLake(t, t.TempDir(), "", func(ctx context.Context, j *Job, iv Interval) (map[string]any, error) {
 		return nil, nil
 	})
-	clock := NewFakeClock(t0.Add(5 * time.Second))
+	clock := newFakeClock(t0.Add(5 * time.Second))
 	d := newDispatches()
 	s := &Server{Runner: &Runner{Pipeline: p, Kinds: kinds, History: h, Clock: clock, LeaseTTL: time.Hour}, OnDispatch: d.hook, Grace: time.Second}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -10,14 +10,14 @@ import (
 	"github.com/sluice-data/sluice/cloud"
 )
 
-// serve claims a tick's interval ClaimAhead before the tick and starts the
+// serve claims a tick's interval claimAhead before the tick and starts the
 // job's work at the tick, not before; a shutdown while the claim is held
 // gives it back (recorded cancelled, and nothing recorded for the job
 // after it), and the next start runs the interval and the job after it.
 func TestServeClaimsAheadOfTheTick(t *testing.T) {
 	var mu sync.Mutex
 	calls := map[string][]time.Time{} // interval → the clock when the job ran
-	var clock *FakeClock
+	var clock *fakeClock
 	p, h, kinds := serveLake(t, t.TempDir(), "  publish:\n    after: [load]\n    task: {}\n", func(ctx context.Context, j *Job, iv Interval) (map[string]any, error) {
 		if j.Name != "load" {
 			return nil, nil
@@ -28,7 +28,7 @@ func TestServeClaimsAheadOfTheTick(t *testing.T) {
 		return nil, nil
 	})
 	sched := p.Jobs["load"].Schedule
-	clock = NewFakeClock(t0.Add(5 * time.Second))
+	clock = newFakeClock(t0.Add(5 * time.Second))
 	d := newDispatches()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{Runner: &Runner{Pipeline: p, Kinds: kinds, History: h, Clock: clock, LeaseTTL: time.Hour}, OnDispatch: d.hook}
@@ -129,7 +129,7 @@ func TestServeTakeoverWhileTheJobIsBusy(t *testing.T) {
 		cloud.PutOptions{IfAbsent: true}); err != nil {
 		t.Fatal(err)
 	}
-	clock := NewFakeClock(t0.Add(5 * time.Second))
+	clock := newFakeClock(t0.Add(5 * time.Second))
 	d := newDispatches()
 	// Its record is first seen at t0+5s, at start: a 30s lease runs out
 	// at t0+35s on this instance's clock.

@@ -8,7 +8,7 @@ import (
 )
 
 // Clock is where the scheduler reads the time and waits. Tests drive a
-// FakeClock; everything else uses RealClock.
+// fakeClock; everything else uses RealClock.
 type Clock interface {
 	Now() time.Time
 	// AfterFunc calls f once d has passed (f must not block); stop
@@ -25,8 +25,8 @@ func (RealClock) Now() time.Time { return time.Now() }
 // AfterFunc is time.AfterFunc.
 func (RealClock) AfterFunc(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
 
-// Sleep waits d on c, or until ctx ends (then it returns ctx's error).
-func Sleep(ctx context.Context, c Clock, d time.Duration) error {
+// sleep waits d on c, or until ctx ends (then it returns ctx's error).
+func sleep(ctx context.Context, c Clock, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
@@ -41,16 +41,16 @@ func Sleep(ctx context.Context, c Clock, d time.Duration) error {
 	}
 }
 
-// SleepUntil waits until c reads t, or until ctx ends. With a clock that
-// can register a deadline itself (FakeClock), reading the time and
+// sleepUntil waits until c reads t, or until ctx ends. With a clock that
+// can register a deadline itself (fakeClock), reading the time and
 // registering are one step, so a tick is never moved by an Advance that
 // comes between them.
-func SleepUntil(ctx context.Context, c Clock, t time.Time) error {
+func sleepUntil(ctx context.Context, c Clock, t time.Time) error {
 	at, ok := c.(interface {
 		AfterFuncAt(t time.Time, f func()) func() bool
 	})
 	if !ok {
-		return Sleep(ctx, c, t.Sub(c.Now()))
+		return sleep(ctx, c, t.Sub(c.Now()))
 	}
 	done := make(chan struct{})
 	stop := at.AfterFuncAt(t, func() { close(done) })
@@ -63,9 +63,9 @@ func SleepUntil(ctx context.Context, c Clock, t time.Time) error {
 	}
 }
 
-// FakeClock is a Clock that moves only when Advance or Set says. Timers
+// fakeClock is a Clock that moves only when Advance or Set says. Timers
 // due fire in order of their deadlines.
-type FakeClock struct {
+type fakeClock struct {
 	mu      sync.Mutex
 	now     time.Time
 	timers  []*fakeTimer
@@ -78,31 +78,31 @@ type fakeTimer struct {
 	dead bool
 }
 
-// NewFakeClock returns a FakeClock reading t.
-func NewFakeClock(t time.Time) *FakeClock { return &FakeClock{now: t, waiting: make(chan struct{})} }
+// newFakeClock returns a fakeClock reading t.
+func newFakeClock(t time.Time) *fakeClock { return &fakeClock{now: t, waiting: make(chan struct{})} }
 
 // Now returns the fake time.
-func (c *FakeClock) Now() time.Time {
+func (c *fakeClock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.now
 }
 
 // AfterFunc registers f to run once the fake time reaches now+d.
-func (c *FakeClock) AfterFunc(d time.Duration, f func()) func() bool {
+func (c *fakeClock) AfterFunc(d time.Duration, f func()) func() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.at(c.now.Add(d), f)
 }
 
 // AfterFuncAt registers f to run once the fake time reaches at.
-func (c *FakeClock) AfterFuncAt(at time.Time, f func()) func() bool {
+func (c *fakeClock) AfterFuncAt(at time.Time, f func()) func() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.at(at, f)
 }
 
-func (c *FakeClock) at(at time.Time, f func()) func() bool {
+func (c *fakeClock) at(at time.Time, f func()) func() bool {
 	t := &fakeTimer{at: at, f: f}
 	if !at.After(c.now) {
 		go f()
@@ -123,10 +123,10 @@ func (c *FakeClock) at(at time.Time, f func()) func() bool {
 
 // Advance moves the time forward by d, firing the timers it passes, each
 // with the clock reading its deadline.
-func (c *FakeClock) Advance(d time.Duration) { c.Set(c.Now().Add(d)) }
+func (c *fakeClock) Advance(d time.Duration) { c.Set(c.Now().Add(d)) }
 
 // Set moves the time to t (never backwards), firing the timers it passes.
-func (c *FakeClock) Set(t time.Time) {
+func (c *fakeClock) Set(t time.Time) {
 	for {
 		c.mu.Lock()
 		sort.SliceStable(c.timers, func(i, j int) bool { return c.timers[i].at.Before(c.timers[j].at) })
@@ -160,7 +160,7 @@ func (c *FakeClock) Set(t time.Time) {
 }
 
 // Timers returns how many timers are pending.
-func (c *FakeClock) Timers() int {
+func (c *fakeClock) Timers() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := 0
@@ -174,7 +174,7 @@ func (c *FakeClock) Timers() int {
 
 // WaitTimers blocks until at least n timers are pending or ctx ends: a
 // test's way to know the code under test is waiting on the clock.
-func (c *FakeClock) WaitTimers(ctx context.Context, n int) error {
+func (c *fakeClock) WaitTimers(ctx context.Context, n int) error {
 	for {
 		c.mu.Lock()
 		w := c.waiting

@@ -5,7 +5,7 @@
 // runs intervals exactly once per lake by claiming them with a create-only
 // write under <lake>/_sluice/runs/ and holding a lease renewed by
 // heartbeat. The run records there are the history. serve claims a
-// tick's interval a moment before the tick (ClaimAhead) so that the
+// tick's interval a moment before the tick so that the
 // job's work starts on it, takes over an interval whose instance died
 // once its lease ends (queued if the job is busy), and every lease TTL
 // sweeps the last day's run records for what no instance will run unless

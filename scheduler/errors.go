@@ -25,7 +25,55 @@ var (
 	// ErrUnreadableRecord: a run record that is not valid JSON (a file
 	// damaged by hand or by a disk). History.List skips it and says so.
 	ErrUnreadableRecord = errors.New("unreadable run record")
+	// ErrTransient marks a job's error worth retrying: the store
+	// throttled or timed out, a commit lost its race once too often, a
+	// warehouse lock was not granted in time. See Transient.
+	ErrTransient = errors.New("transient")
+	// ErrPermanent marks a job's error that retrying cannot fix: bad
+	// options, bad input, a verification failure, a conflict that needs
+	// a new plan. The runner fails the run at once. See Permanent.
+	ErrPermanent = errors.New("permanent")
 )
+
+// classified is an error with its class, which errors.Is finds, and the
+// error's own text unchanged.
+type classified struct {
+	err   error
+	class error
+}
+
+func (c classified) Error() string   { return c.err.Error() }
+func (c classified) Unwrap() []error { return []error{c.err, c.class} }
+
+// Transient marks err worth retrying (nil stays nil). A kind's error it
+// could not classify is retried as a transient one is: most are I/O that
+// may pass.
+func Transient(err error) error {
+	if err == nil || errors.Is(err, ErrPermanent) {
+		return err
+	}
+	return classified{err, ErrTransient}
+}
+
+// Permanent marks err as one retrying cannot fix (nil stays nil): the
+// runner fails the run without retrying it.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return classified{err, ErrPermanent}
+}
+
+// errorClass is the class a run record gives a failed run's error.
+func errorClass(err error) string {
+	switch {
+	case errors.Is(err, ErrCancelled):
+		return "cancelled"
+	case errors.Is(err, ErrPermanent):
+		return "permanent"
+	}
+	return "transient"
+}
 
 // Pos is a place in a pipeline file.
 type Pos struct {
@@ -67,7 +115,8 @@ func (l ErrorList) Error() string {
 func (l ErrorList) Is(target error) bool { return target == ErrInvalid }
 
 // OptionError is what a Kind's Check returns for one bad option: the
-// parser adds the option's position.
+// parser adds the option's position. An empty Key is the kind's options
+// together (two that do not go together).
 type OptionError struct {
 	Key string
 	Msg string

@@ -29,8 +29,8 @@ const (
 	StatusSkipped        Status = "skipped"
 )
 
-// RunsPrefix is where run records live under the lake.
-const RunsPrefix = "_sluice/runs/"
+// runsPrefix is where run records live under the lake.
+const runsPrefix = "_sluice/runs/"
 
 // Record is one interval's run record, at <lake>/_sluice/runs/<job>/<interval>.
 // The create-only write of it is the run's claim; its lease is renewed by
@@ -58,14 +58,19 @@ type Record struct {
 	LeaseUntil time.Time `json:"lease_until,omitzero"`
 	// LeaseSeconds is the holder's lease TTL: it renews the record at
 	// least every third of it while it runs.
-	LeaseSeconds float64        `json:"lease_ttl_seconds,omitempty"`
-	Summary      map[string]any `json:"summary,omitempty"`
+	LeaseSeconds float64 `json:"lease_ttl_seconds,omitempty"`
+	// ErrorClass says whether a failed run's error was transient
+	// (retried, and worth running again) or permanent (retrying changes
+	// nothing: bad options, bad input, a verification failure).
+	ErrorClass string `json:"error_class,omitempty"`
+	// Summary is the job's result as its kind reported it, in JSON.
+	Summary json.RawMessage `json:"summary,omitempty"`
 	// Note says what a succeeded record went through since its success:
 	// a rerun that was cancelled leaves the success standing, and this.
 	Note string `json:"note,omitempty"`
 }
 
-func recordKey(job, interval string) string { return RunsPrefix + job + "/" + interval }
+func recordKey(job, interval string) string { return runsPrefix + job + "/" + interval }
 
 // History reads and writes run records in a lake's store.
 type History struct {
@@ -149,7 +154,7 @@ func (h *History) Get(ctx context.Context, job, interval string) (Record, string
 // returned with an error wrapping ErrUnreadableRecord for each such
 // record, naming it; any other error returns no records.
 func (h *History) List(ctx context.Context, job string) ([]Record, error) {
-	prefix := RunsPrefix
+	prefix := runsPrefix
 	if job != "" {
 		prefix += job + "/"
 	}
@@ -307,10 +312,10 @@ func (c *claim) update(ctx context.Context, f func(*Record)) (Record, error) {
 }
 
 // eachKey calls fn with the job and interval of every run record whose
-// key starts with prefix (under RunsPrefix).
+// key starts with prefix (under runsPrefix).
 func (h *History) eachKey(ctx context.Context, prefix string, fn func(job, iv string, o cloud.ObjectInfo)) error {
 	err := h.Store.List(ctx, prefix, func(o cloud.ObjectInfo) error {
-		if job, iv, ok := strings.Cut(strings.TrimPrefix(o.Key, RunsPrefix), "/"); ok && !strings.Contains(iv, "/") {
+		if job, iv, ok := strings.Cut(strings.TrimPrefix(o.Key, runsPrefix), "/"); ok && !strings.Contains(iv, "/") {
 			fn(job, iv, o)
 		}
 		return nil

@@ -235,7 +235,11 @@ func (ps *parser) kindChecks() {
 			if o, ok := j.Option(oe.Key); ok {
 				pos = o.Pos
 			}
-			ps.errs = append(ps.errs, &Error{Pos: pos, Key: "jobs." + name + "." + j.Kind + "." + oe.Key, Msg: oe.Msg})
+			key := "jobs." + name + "." + j.Kind
+			if oe.Key != "" { // "": the options together, not one of them
+				key += "." + oe.Key
+			}
+			ps.errs = append(ps.errs, &Error{Pos: pos, Key: key, Msg: oe.Msg})
 		}
 	}
 }

@@ -9,17 +9,17 @@ import (
 	"github.com/sluice-data/sluice/cloud"
 )
 
-// skewedClock is another machine's view of a FakeClock: its wall clock
+// skewedClock is another machine's view of a fakeClock: its wall clock
 // reads by off from the base, while durations pass at the same rate.
 type skewedClock struct {
-	*FakeClock
+	*fakeClock
 	off time.Duration
 }
 
-func (c skewedClock) Now() time.Time { return c.FakeClock.Now().Add(c.off) }
+func (c skewedClock) Now() time.Time { return c.fakeClock.Now().Add(c.off) }
 
 func (c skewedClock) AfterFuncAt(at time.Time, f func()) func() bool {
-	return c.FakeClock.AfterFuncAt(at.Add(-c.off), f)
+	return c.fakeClock.AfterFuncAt(at.Add(-c.off), f)
 }
 
 // Two instances whose clocks disagree: a lease is judged on the taker's
@@ -48,7 +48,7 @@ func TestLeaseIsJudgedOnTheTakersClock(t *testing.T) {
 				return nil, ctx.Err()
 			}
 		})
-		base := NewFakeClock(t0)
+		base := newFakeClock(t0)
 		a := &Runner{Pipeline: p, Kinds: kinds, History: h, Clock: base, Instance: "a", LeaseTTL: ttl}
 		// b has a History of its own, as another process has.
 		b := &Runner{Pipeline: p, Kinds: kinds, History: &History{Store: h.Store}, Clock: skewedClock{base, 25 * time.Second}, Instance: "b", LeaseTTL: ttl}
@@ -93,7 +93,7 @@ func TestLeaseIsJudgedOnTheTakersClock(t *testing.T) {
 		if _, err := h.put(ctx, dead, cloud.PutOptions{IfAbsent: true}); err != nil {
 			t.Fatal(err)
 		}
-		base := NewFakeClock(t0)
+		base := newFakeClock(t0)
 		b := &Runner{Pipeline: p, Kinds: kinds, History: h, Clock: skewedClock{base, -time.Hour}, Instance: "b", LeaseTTL: ttl}
 		for s := 0; ; s++ {
 			out, err := b.RunInterval(ctx, job, iv, RunOptions{Only: true})
@@ -122,7 +122,7 @@ func TestLeaseIsJudgedOnTheTakersClock(t *testing.T) {
 		if _, err := h.put(ctx, long, cloud.PutOptions{IfAbsent: true}); err != nil {
 			t.Fatal(err)
 		}
-		base := NewFakeClock(t0)
+		base := newFakeClock(t0)
 		b := &Runner{Pipeline: p, Kinds: kinds, History: h, Clock: base, Instance: "b", LeaseTTL: ttl}
 		for _, at := range []time.Duration{0, ttl, 5*time.Minute - time.Second} {
 			base.Set(t0.Add(at))
@@ -151,7 +151,7 @@ func TestAwaitLease(t *testing.T) {
 			<-release
 			return nil, nil
 		})
-		clock := NewFakeClock(t0)
+		clock := newFakeClock(t0)
 		job := p.Jobs["load"]
 		iv := job.Schedule.Latest(t0)
 		a := &Runner{Pipeline: p, Kinds: kinds, History: h, Clock: clock, Instance: "a", LeaseTTL: ttl}
@@ -184,7 +184,7 @@ func TestAwaitLease(t *testing.T) {
 		if _, err := h.put(ctx, dead, cloud.PutOptions{IfAbsent: true}); err != nil {
 			t.Fatal(err)
 		}
-		clock := NewFakeClock(t0)
+		clock := newFakeClock(t0)
 		b := &Runner{Pipeline: p, Kinds: kinds, History: h, Clock: clock, Instance: "b", LeaseTTL: ttl}
 		got := wait(func() Outcome {
 			out, err := b.RunInterval(ctx, job, iv, RunOptions{Only: true, AwaitLease: true})
@@ -206,7 +206,7 @@ func TestAwaitLease(t *testing.T) {
 // drive advances clock a second at a time, each once n timers wait on it
 // (or a moment passed: the code under test may be between waits), until
 // ch yields.
-func drive[T any](clock *FakeClock, n int, ch <-chan T) T {
+func drive[T any](clock *fakeClock, n int, ch <-chan T) T {
 	for {
 		select {
 		case v := <-ch:

@@ -1,6 +1,8 @@
 package scheduler
 
 import (
+	"encoding/json"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -15,16 +17,16 @@ type Metrics struct {
 	kafkaLag    *prometheus.GaugeVec
 }
 
-// SmallFilesKey is the key of a job's summary under which its kind reports,
+// smallFilesKey is the key of a job's summary under which its kind reports,
 // by table name, how many files of the table's current version are small
 // (under a quarter of its target file size): the sluice_table_small_files
 // gauge.
-const SmallFilesKey = "small_files"
+const smallFilesKey = "small_files"
 
-// KafkaLagKey is the key of an ingest job's summary under which it
+// kafkaLagKey is the key of an ingest job's summary under which it
 // reports, by partition, the records of the topic it left unread: the
 // sluice_kafka_lag_records gauge.
-const KafkaLagKey = "kafka_lag"
+const kafkaLagKey = "kafka_lag"
 
 // NewMetrics registers the metrics on reg (none when reg is nil).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
@@ -61,24 +63,28 @@ func (m *Metrics) Observe(rec Record) {
 		return
 	}
 	m.lastSuccess.WithLabelValues(rec.Job).Set(float64(rec.Ended.UnixNano()) / 1e9)
-	if n, ok := rec.Summary["rows_written"].(float64); ok {
-		m.rows.WithLabelValues(rec.Job).Add(n)
+	var s summaryMetrics
+	if len(rec.Summary) == 0 || json.Unmarshal(rec.Summary, &s) != nil {
+		return
 	}
-	if n, ok := rec.Summary["bytes_out"].(float64); ok {
-		m.bytes.WithLabelValues(rec.Job).Add(n)
+	if s.RowsWritten != nil {
+		m.rows.WithLabelValues(rec.Job).Add(*s.RowsWritten)
 	}
-	if byPart, ok := rec.Summary[KafkaLagKey].(map[string]any); ok {
-		for p, v := range byPart {
-			if n, ok := v.(float64); ok {
-				m.kafkaLag.WithLabelValues(rec.Job, p).Set(n)
-			}
-		}
+	if s.BytesOut != nil {
+		m.bytes.WithLabelValues(rec.Job).Add(*s.BytesOut)
 	}
-	if byTable, ok := rec.Summary[SmallFilesKey].(map[string]any); ok {
-		for table, v := range byTable {
-			if n, ok := v.(float64); ok {
-				m.smallFiles.WithLabelValues(table).Set(n)
-			}
-		}
+	for p, n := range s.KafkaLag {
+		m.kafkaLag.WithLabelValues(rec.Job, p).Set(n)
 	}
+	for table, n := range s.SmallFiles {
+		m.smallFiles.WithLabelValues(table).Set(n)
+	}
+}
+
+// summaryMetrics are the keys of a job's summary the metrics read.
+type summaryMetrics struct {
+	RowsWritten *float64           `json:"rows_written"`
+	BytesOut    *float64           `json:"bytes_out"`
+	KafkaLag    map[string]float64 `json:"kafka_lag"`
+	SmallFiles  map[string]float64 `json:"small_files"`
 }

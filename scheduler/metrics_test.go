@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -18,10 +19,10 @@ func TestMetricsSmallFilesAndKafkaLag(t *testing.T) {
 	m := NewMetrics(reg)
 	now := time.Now()
 	for _, rec := range []Record{
-		{Job: "ingest", Status: StatusSucceeded, Started: now, Ended: now, Summary: map[string]any{SmallFilesKey: map[string]any{"events": 12.0}}},
-		{Job: "rollup", Status: StatusSucceeded, Started: now, Ended: now, Summary: map[string]any{SmallFilesKey: map[string]any{"daily": 1.0}}},
-		{Job: "compact", Status: StatusSucceeded, Started: now, Ended: now, Summary: map[string]any{SmallFilesKey: map[string]any{"events": 2.0}}},
-		{Job: "ingest", Status: StatusSucceeded, Started: now, Ended: now, Summary: map[string]any{KafkaLagKey: map[string]any{"0": 5.0, "1": 0.0}}},
+		{Job: "ingest", Status: StatusSucceeded, Started: now, Ended: now, Summary: json.RawMessage(`{"small_files": {"events": 12}}`)},
+		{Job: "rollup", Status: StatusSucceeded, Started: now, Ended: now, Summary: json.RawMessage(`{"small_files": {"daily": 1}}`)},
+		{Job: "compact", Status: StatusSucceeded, Started: now, Ended: now, Summary: json.RawMessage(`{"small_files": {"events": 2}}`)},
+		{Job: "ingest", Status: StatusSucceeded, Started: now, Ended: now, Summary: json.RawMessage(`{"kafka_lag": {"0": 5, "1": 0}}`)},
 	} {
 		m.Observe(rec)
 	}

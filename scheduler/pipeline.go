@@ -118,10 +118,12 @@ type Kind interface {
 	// Check validates a job's options before anything runs. It returns
 	// an *OptionError (or several joined) naming each bad option.
 	Check(p *Pipeline, j *Job) []*OptionError
-	// Run runs one interval of the job and returns its summary (rows,
-	// files, bytes, version). It must stop when ctx ends and leave no
-	// half commit.
-	Run(ctx context.Context, p *Pipeline, j *Job, iv Interval) (map[string]any, error)
+	// Run runs one interval of the job and returns its typed result,
+	// which the run record keeps as JSON (see Metrics for the keys
+	// /metrics reads). It must stop when ctx ends and leave no half
+	// commit. Its error says what the scheduler may do (Transient,
+	// Permanent): a permanent one is not retried.
+	Run(ctx context.Context, p *Pipeline, j *Job, iv Interval) (any, error)
 }
 
 // LoadFile reads and validates the pipeline file at path, expanding

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -27,11 +28,27 @@ func (k funcKind) Check(p *Pipeline, j *Job) []*OptionError {
 	return errs
 }
 
-func (k funcKind) Run(ctx context.Context, p *Pipeline, j *Job, iv Interval) (map[string]any, error) {
+func (k funcKind) Run(ctx context.Context, p *Pipeline, j *Job, iv Interval) (any, error) {
 	if k.run == nil {
 		return map[string]any{}, nil
 	}
-	return k.run(ctx, j, iv)
+	summary, err := k.run(ctx, j, iv)
+	if summary == nil {
+		return nil, err // no summary, not a typed nil
+	}
+	return summary, err
+}
+
+// summaryOf decodes a record's summary.
+func summaryOf(t *testing.T, rec Record) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if len(rec.Summary) > 0 {
+		if err := json.Unmarshal(rec.Summary, &m); err != nil {
+			t.Fatalf("record summary %s: %v", rec.Summary, err)
+		}
+	}
+	return m
 }
 
 func env(vars map[string]string) func(string) (string, bool) {

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -250,7 +251,7 @@ func (r *Runner) RunInterval(ctx context.Context, job *Job, iv Interval, o RunOp
 	r.track(c.record(), cancel, true)
 	defer r.track(rec, nil, false)
 	stopBeat := r.heartbeat(runCtx, c, cancel)
-	var summary map[string]any
+	var summary any
 	var status Status
 	started, runErr := r.hold(runCtx, o)
 	if runErr != nil {
@@ -279,10 +280,10 @@ func (r *Runner) RunInterval(ctx context.Context, job *Job, iv Interval, o RunOp
 				attempt, r.Instance, r.clock().Now().UTC().Format(time.RFC3339), cloud.OneLine(fmt.Sprint(runErr), 500), c.prev.Ended.UTC().Format(time.RFC3339))
 			return
 		}
-		x.Status, x.Summary, x.Ended, x.LeaseUntil = status, summary, r.clock().Now(), time.Time{}
-		x.Started, x.Error, x.Note = started, "", ""
+		x.Status, x.Summary, x.Ended, x.LeaseUntil = status, encodeSummary(summary, log), r.clock().Now(), time.Time{}
+		x.Started, x.Error, x.ErrorClass, x.Note = started, "", "", ""
 		if runErr != nil {
-			x.Error = cloud.OneLine(runErr.Error(), 2000)
+			x.Error, x.ErrorClass = cloud.OneLine(runErr.Error(), 2000), errorClass(runErr)
 		}
 	})
 	if err != nil {
@@ -303,7 +304,7 @@ func (r *Runner) RunInterval(ctx context.Context, job *Job, iv Interval, o RunOp
 func (r *Runner) awaitLease(ctx context.Context, rec Record, o RunOptions) (*claim, *Record, error) {
 	seen := r.History.sighted(rec.Job, rec.Interval)
 	for {
-		if err := Sleep(ctx, r.clock(), r.ttl()/4); err != nil {
+		if err := sleep(ctx, r.clock(), r.ttl()/4); err != nil {
 			return nil, nil, err
 		}
 		now := r.clock().Now()
@@ -327,7 +328,7 @@ func (r *Runner) hold(ctx context.Context, o RunOptions) (time.Time, error) {
 			defer context.AfterFunc(o.Hold, stop)()
 		}
 		leave := r.holdFor(o.NotBefore)
-		err := SleepUntil(hctx, r.clock(), o.NotBefore)
+		err := sleepUntil(hctx, r.clock(), o.NotBefore)
 		leave()
 		if err != nil {
 			return time.Time{}, fmt.Errorf("%w before the interval's start", ErrCancelled)
@@ -412,10 +413,28 @@ func (r *Runner) track(rec Record, cancel context.CancelCauseFunc, on bool) {
 	}
 }
 
+// encodeSummary is a kind's result as the run record keeps it: JSON,
+// nothing when there is none or it cannot be encoded (logged: the run's
+// status stands).
+func encodeSummary(summary any, log *slog.Logger) json.RawMessage {
+	if summary == nil {
+		return nil
+	}
+	b, err := json.Marshal(summary)
+	if err != nil {
+		log.Error("the job's summary cannot be encoded; the record keeps none", "error", err)
+		return nil
+	}
+	if string(b) == "null" {
+		return nil
+	}
+	return b
+}
+
 // attempts runs the job up to 1+Retries.Max times, waiting a capped,
 // jittered exponential backoff between attempts. A cancelled run is not
-// retried.
-func (r *Runner) attempts(ctx context.Context, c *claim, job *Job, iv Interval, log *slog.Logger) (map[string]any, Status, error) {
+// retried, nor one whose error is permanent.
+func (r *Runner) attempts(ctx context.Context, c *claim, job *Job, iv Interval, log *slog.Logger) (any, Status, error) {
 	kind := r.Kinds[job.Kind]
 	for n := 0; ; n++ {
 		summary, err := r.attempt(ctx, kind, job, iv)
@@ -428,7 +447,7 @@ func (r *Runner) attempts(ctx context.Context, c *claim, job *Job, iv Interval, 
 			}
 			return summary, StatusCancelled, fmt.Errorf("%w: %w", ErrCancelled, err)
 		}
-		if n >= job.Retries.Max {
+		if n >= job.Retries.Max || errors.Is(err, ErrPermanent) {
 			return summary, StatusFailed, err
 		}
 		wait := r.backoff(job.Retries, n)
@@ -436,14 +455,14 @@ func (r *Runner) attempts(ctx context.Context, c *claim, job *Job, iv Interval, 
 		if _, uerr := c.update(ctx, func(x *Record) { x.Attempt++; x.Error = cloud.OneLine(err.Error(), 2000) }); uerr != nil {
 			return summary, StatusFailed, uerr
 		}
-		if serr := Sleep(ctx, r.clock(), wait); serr != nil {
+		if serr := sleep(ctx, r.clock(), wait); serr != nil {
 			return summary, StatusCancelled, fmt.Errorf("%w: %w", ErrCancelled, err)
 		}
 	}
 }
 
 // attempt runs the job once under its timeout.
-func (r *Runner) attempt(ctx context.Context, kind Kind, job *Job, iv Interval) (map[string]any, error) {
+func (r *Runner) attempt(ctx context.Context, kind Kind, job *Job, iv Interval) (any, error) {
 	if job.Timeout <= 0 {
 		return kind.Run(ctx, r.Pipeline, job, iv)
 	}
@@ -453,7 +472,7 @@ func (r *Runner) attempt(ctx context.Context, kind Kind, job *Job, iv Interval) 
 	defer stop()
 	summary, err := kind.Run(actx, r.Pipeline, job, iv)
 	if err != nil && errors.Is(context.Cause(actx), ErrTimeout) && ctx.Err() == nil {
-		return summary, fmt.Errorf("%w after %s: %w", ErrTimeout, job.Timeout, err)
+		return summary, Transient(fmt.Errorf("%w after %s: %w", ErrTimeout, job.Timeout, err))
 	}
 	return summary, err
 }
@@ -484,7 +503,7 @@ func (r *Runner) heartbeat(ctx context.Context, c *claim, cancel context.CancelC
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		for Sleep(ctx, r.clock(), r.ttl()/3) == nil {
+		for sleep(ctx, r.clock(), r.ttl()/3) == nil {
 			until := r.clock().Now().Add(r.ttl())
 			if _, err := c.update(ctx, func(x *Record) { x.LeaseUntil = until }); errors.Is(err, ErrLeaseLost) {
 				cancel(ErrLeaseLost)

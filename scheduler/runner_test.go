@@ -90,7 +90,7 @@ func TestRunClaimsIntervalOnce(t *testing.T) {
 		t.Fatalf("ran: %v and %v; want exactly one", outs[0].Ran, outs[1].Ran)
 	}
 	rec, _, err := h.Get(context.Background(), "load", iv.Key())
-	if err != nil || rec.Status != StatusSucceeded || rec.Attempt != 1 || rec.Summary["rows"] != float64(1) {
+	if err != nil || rec.Status != StatusSucceeded || rec.Attempt != 1 || summaryOf(t, rec)["rows"] != float64(1) {
 		t.Fatalf("record = %+v, %v", rec, err)
 	}
 }
@@ -192,7 +192,7 @@ func TestRetriesBackOffOnTheClock(t *testing.T) {
 		}
 		return nil, nil
 	})
-	clock := NewFakeClock(t0)
+	clock := newFakeClock(t0)
 	r := &Runner{Pipeline: p, Kinds: kinds, History: h, Clock: clock, Jitter: func() float64 { return 0 }, LeaseTTL: time.Hour}
 	done := wait(func() error {
 		_, err := r.RunInterval(context.Background(), p.Jobs["load"], p.Jobs["load"].Schedule.Latest(t0), RunOptions{})
@@ -230,7 +230,7 @@ func TestTimeoutCancelsTheJob(t *testing.T) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	})
-	clock := NewFakeClock(t0)
+	clock := newFakeClock(t0)
 	r := &Runner{Pipeline: p, Kinds: kinds, History: h, Clock: clock, LeaseTTL: 24 * time.Hour}
 	iv := p.Jobs["load"].Schedule.Latest(t0)
 	done := wait(func() error {
@@ -296,7 +296,7 @@ func TestLeaseTakeoverAfterTTL(t *testing.T) {
 	if _, err := h.put(context.Background(), dead, cloud.PutOptions{IfAbsent: true}); err != nil {
 		t.Fatal(err)
 	}
-	clock := NewFakeClock(t0)
+	clock := newFakeClock(t0)
 	r := &Runner{Pipeline: p, Kinds: kinds, History: h, Clock: clock, Instance: "b", LeaseTTL: time.Minute}
 	for _, wait := range []time.Duration{0, 59 * time.Second} {
 		clock.Set(t0.Add(wait))
@@ -321,7 +321,7 @@ func TestLeaseLostStopsTheRun(t *testing.T) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	})
-	clock := NewFakeClock(t0)
+	clock := newFakeClock(t0)
 	r := &Runner{Pipeline: p, Kinds: kinds, History: h, Clock: clock, Instance: "a", LeaseTTL: 3 * time.Minute}
 	iv := p.Jobs["load"].Schedule.Latest(t0)
 	done := wait(func() error {
@@ -403,7 +403,7 @@ func TestCancelledRerunKeepsTheSuccess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Status != StatusSucceeded || rec.Summary["rows"] != float64(7) || !rec.Ended.Equal(first.Record.Ended) || rec.Attempt != 2 ||
+	if rec.Status != StatusSucceeded || summaryOf(t, rec)["rows"] != float64(7) || !rec.Ended.Equal(first.Record.Ended) || rec.Attempt != 2 ||
 		!strings.Contains(rec.Note, "rerun (attempt 2, instance a) cancelled") {
 		t.Fatalf("record after a cancelled rerun: %+v; want the first success, attempt 2, a note", rec)
 	}
@@ -427,7 +427,7 @@ func TestListSkipsAnUnreadableRecord(t *testing.T) {
 	}
 	bad := job.Schedule.Latest(t0.AddDate(0, 0, -1)).Key()
 	data := []byte(`{"job": "load", "status": "succ`)
-	if _, err := h.Store.Put(ctx, RunsPrefix+"load/"+bad, bytes.NewReader(data), int64(len(data)), cloud.PutOptions{}); err != nil {
+	if _, err := h.Store.Put(ctx, runsPrefix+"load/"+bad, bytes.NewReader(data), int64(len(data)), cloud.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	recs, err := h.List(ctx, "")
@@ -440,6 +440,36 @@ func TestListSkipsAnUnreadableRecord(t *testing.T) {
 	for _, rec := range recs {
 		if rec.Interval == bad {
 			t.Fatalf("the unreadable record %s was listed", bad)
+		}
+	}
+}
+
+// A job's error says what the scheduler may do: a permanent one (bad
+// input, a verification failure) fails the run at its first attempt,
+// retries or not; a transient one is retried. The record names the class.
+func TestPermanentErrorsAreNotRetried(t *testing.T) {
+	src := "lake: lake\njobs:\n  load:\n    schedule: \"@daily\"\n    task: {}\n    retries: {max: 3, backoff: 1ms, max_backoff: 1ms}\n"
+	for _, c := range []struct {
+		err      error
+		attempts int32
+		class    string
+	}{
+		{Permanent(errors.New("verify: checksum differs")), 1, "permanent"},
+		{Transient(errors.New("store: SlowDown")), 4, "transient"},
+		{errors.New("unclassified"), 4, "transient"},
+	} {
+		var attempts atomic.Int32
+		p, h, kinds := lake(t, src, func(ctx context.Context, j *Job, iv Interval) (map[string]any, error) {
+			attempts.Add(1)
+			return nil, c.err
+		})
+		r := &Runner{Pipeline: p, Kinds: kinds, History: h, Instance: "a", Jitter: func() float64 { return 0 }}
+		out, err := r.RunInterval(context.Background(), p.Jobs["load"], p.Jobs["load"].Schedule.Latest(t0), RunOptions{Only: true})
+		if err == nil || attempts.Load() != c.attempts || out.Record.Status != StatusFailed || out.Record.ErrorClass != c.class {
+			t.Errorf("%v: %d attempts, record %s/%s, err %v; want %d attempts, failed, %s", c.err, attempts.Load(), out.Record.Status, out.Record.ErrorClass, err, c.attempts, c.class)
+		}
+		if c.class == "permanent" && !errors.Is(err, ErrPermanent) {
+			t.Errorf("the run's error %v does not say it is permanent", err)
 		}
 	}
 }

@@ -137,9 +137,9 @@ func TestScheduleEveryIsAligned(t *testing.T) {
 }
 
 func TestFakeClockSleep(t *testing.T) {
-	c := NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	c := newFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	done := make(chan error)
-	go func() { done <- Sleep(context.Background(), c, time.Minute) }()
+	go func() { done <- sleep(context.Background(), c, time.Minute) }()
 	if err := c.WaitTimers(context.Background(), 1); err != nil {
 		t.Fatal(err)
 	}

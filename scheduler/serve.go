@@ -14,12 +14,12 @@ import (
 // cancels them.
 const DefaultGrace = 30 * time.Second
 
-// ClaimAhead is how long before a tick serve claims the tick's interval
+// claimAhead is how long before a tick serve claims the tick's interval
 // (at most half the interval): the claim's record write, which on a
 // local lake is a file created and synced, then happens while the job
 // waits, and the job's work starts at the tick. A job still running then
 // claims at the tick instead.
-const ClaimAhead = time.Second
+const claimAhead = time.Second
 
 // maxSkippedRecords bounds how many missed intervals one start records
 // as skipped: a job down for a year on @every 1s would otherwise write
@@ -159,12 +159,12 @@ func (s *Server) trigger(ctx context.Context, job *Job, caughtUp func()) {
 	next := job.Schedule.Next(now)
 	for !next.IsZero() {
 		iv := job.Schedule.IntervalEnding(next)
-		ahead := min(ClaimAhead, iv.End.Sub(iv.Start)/2)
-		if err := SleepUntil(ctx, r.clock(), next.Add(-ahead)); err != nil {
+		ahead := min(claimAhead, iv.End.Sub(iv.Start)/2)
+		if err := sleepUntil(ctx, r.clock(), next.Add(-ahead)); err != nil {
 			return
 		}
 		if !s.dispatchAhead(job, dispatch{iv: iv, trigger: "schedule", notBefore: next}) {
-			if err := SleepUntil(ctx, r.clock(), next); err != nil {
+			if err := sleepUntil(ctx, r.clock(), next); err != nil {
 				return
 			}
 			s.dispatch(job, dispatch{iv: iv, trigger: "schedule"})

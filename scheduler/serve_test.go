@@ -76,7 +76,7 @@ func TestServeTwoInstancesRunEachIntervalOnce(t *testing.T) {
 				mu.Unlock()
 				return nil, nil
 			})
-			clock := NewFakeClock(t0.Add(5 * time.Second))
+			clock := newFakeClock(t0.Add(5 * time.Second))
 			d := newDispatches()
 			ctx, cancel := context.WithCancel(context.Background())
 			served := make(chan error, 2)
@@ -132,7 +132,7 @@ func TestServeOverlap(t *testing.T) {
 				}
 				return nil, nil
 			})
-			clock := NewFakeClock(t0.Add(5 * time.Second))
+			clock := newFakeClock(t0.Add(5 * time.Second))
 			d := newDispatches()
 			s := &Server{Runner: &Runner{Pipeline: p, Kinds: kinds, History: h, Clock: clock, LeaseTTL: time.Hour}, OnDispatch: d.hook}
 			ctx, cancel := context.WithCancel(context.Background())
@@ -184,7 +184,7 @@ func TestServeCatchUp(t *testing.T) {
 		Status: StatusSucceeded, Attempt: 1}, cloud.PutOptions{IfAbsent: true}); err != nil {
 		t.Fatal(err)
 	}
-	clock := NewFakeClock(t0.Add(100 * time.Second)) // 10 intervals missed
+	clock := newFakeClock(t0.Add(100 * time.Second)) // 10 intervals missed
 	d := newDispatches()
 	s := &Server{Runner: &Runner{Pipeline: p, Kinds: kinds, History: h, Clock: clock, LeaseTTL: time.Hour}, OnDispatch: d.hook}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -216,7 +216,7 @@ func TestServeShutdownGraceThenCancel(t *testing.T) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	})
-	clock := NewFakeClock(t0.Add(5 * time.Second))
+	clock := newFakeClock(t0.Add(5 * time.Second))
 	s := &Server{Runner: &Runner{Pipeline: p, Kinds: kinds, History: h, Clock: clock, LeaseTTL: time.Hour}, Grace: 30 * time.Second}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)

@@ -28,7 +28,7 @@ func (s *Server) sweepLoop(ctx context.Context, first func()) {
 	r := s.Runner
 	s.sweep(ctx)
 	first()
-	for Sleep(ctx, r.clock(), r.ttl()) == nil {
+	for sleep(ctx, r.clock(), r.ttl()) == nil {
 		s.sweep(ctx)
 	}
 }
@@ -208,7 +208,7 @@ func (f *finals) prune(t time.Time) {
 func (h *History) keys(ctx context.Context, job string, prefixes []string) (map[string]string, error) {
 	out := map[string]string{}
 	for _, p := range prefixes {
-		if err := h.eachKey(ctx, RunsPrefix+job+"/"+p, func(_, iv string, o cloud.ObjectInfo) { out[iv] = o.ETag }); err != nil {
+		if err := h.eachKey(ctx, runsPrefix+job+"/"+p, func(_, iv string, o cloud.ObjectInfo) { out[iv] = o.ETag }); err != nil {
 			return nil, err
 		}
 	}

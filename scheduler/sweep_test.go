@@ -33,7 +33,7 @@ func TestServeRunsDownstreamLeftByADeadInstance(t *testing.T) {
 		cloud.PutOptions{IfAbsent: true}); err != nil {
 		t.Fatal(err)
 	}
-	clock := NewFakeClock(t0.Add(5 * time.Second))
+	clock := newFakeClock(t0.Add(5 * time.Second))
 	d := newDispatches()
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 2)
@@ -92,7 +92,7 @@ func TestServeTakesOverARunLeftBeforeItStarted(t *testing.T) {
 		cloud.PutOptions{IfAbsent: true}); err != nil {
 		t.Fatal(err)
 	}
-	clock := NewFakeClock(now)
+	clock := newFakeClock(now)
 	d := newDispatches()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{Runner: &Runner{Pipeline: p, Kinds: kinds, History: h, Clock: clock, Instance: "late", LeaseTTL: time.Hour}, OnDispatch: d.hook}
@@ -146,7 +146,7 @@ func TestServeStartedBesideALiveInstanceSkipsNothing(t *testing.T) {
 		}
 	}
 	d := newDispatches()
-	s := &Server{Runner: &Runner{Pipeline: p, Kinds: kinds, History: h, Clock: NewFakeClock(now), Instance: "late", LeaseTTL: time.Hour}, OnDispatch: d.hook}
+	s := &Server{Runner: &Runner{Pipeline: p, Kinds: kinds, History: h, Clock: newFakeClock(now), Instance: "late", LeaseTTL: time.Hour}, OnDispatch: d.hook}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- s.Serve(ctx) }()
@@ -194,7 +194,7 @@ func TestSweepReadsAFinalRecordOnce(t *testing.T) {
 		}
 		recs = append(recs, rec)
 	}
-	s := &Server{Runner: &Runner{Pipeline: p, Kinds: kinds, History: h, Clock: NewFakeClock(now), Instance: "me", LeaseTTL: time.Hour}}
+	s := &Server{Runner: &Runner{Pipeline: p, Kinds: kinds, History: h, Clock: newFakeClock(now), Instance: "me", LeaseTTL: time.Hour}}
 	sweeps := []int64{}
 	sweep := func() {
 		before := cs.gets.Load()

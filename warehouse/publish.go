@@ -50,6 +50,35 @@ type Options struct {
 	Progress func(done, total int64)
 }
 
+// ErrInvalidURL: a warehouse URL that is not one publish takes.
+var ErrInvalidURL = errors.New("invalid warehouse URL")
+
+// CheckURL checks a warehouse URL without connecting: its scheme is one
+// Publish takes (postgres, postgresql, redshift, sqlite). The error never
+// holds the URL, which may hold a password.
+func CheckURL(to string) error {
+	u, err := url.Parse(to)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("%w: %w", ErrInvalidURL, err)
+	}
+	switch u.Scheme {
+	case "postgres", "postgresql", "redshift", "sqlite":
+		return nil
+	}
+	return fmt.Errorf("%w: scheme %q: want postgres://, redshift:// or sqlite://", ErrInvalidURL, u.Scheme)
+}
+
+// CheckName checks a target table's name, NAME or SCHEMA.NAME, as Publish
+// will (ErrInvalidName).
+func CheckName(as string) error {
+	_, err := parseTarget(as)
+	return err
+}
+
 // Defaults of Options.
 const (
 	DefaultLockTimeout  = 5 * time.Second

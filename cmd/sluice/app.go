@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"runtime/pprof"
 	"strconv"
@@ -31,8 +32,15 @@ type app struct {
 	// commands log many runs, each line with its own.
 	logHandler slog.Handler
 	// result is the command's --json summary, printed by run once the
-	// command returns: with "error" added when it failed.
-	result  map[string]any
+	// command returns: with "error" added when it failed. It is a job's
+	// typed result, or a map.
+	result any
+	// extra are keys the commit observers add to the summary ("iceberg"),
+	// warns the warnings they add to it and to the summary line.
+	extra   map[string]any
+	warns   []string
+	mirror  *mirrorObserver
+	quiet   bool
 	version bool
 }
 
@@ -84,6 +92,7 @@ was done before it.`,
 	root.Flags().BoolVar(&a.version, "version", false, "print the version and commit sluice was built from")
 	root.PersistentFlags().BoolVar(&a.jsonOut, "json", false, "print a one-object JSON summary on stdout; on a failure {\"error\": ..., ...} with what was done before it")
 	root.PersistentFlags().BoolVarP(&a.verbose, "verbose", "v", false, "log each phase to stderr (JSON lines when stderr is not a terminal)")
+	root.PersistentFlags().BoolVarP(&a.quiet, "quiet", "q", false, "print no summary line on stderr on success (warnings are still logged)")
 	root.PersistentFlags().StringVar(&a.runID, "run-id", "", "identifier recorded in the manifest as the run that wrote it, without control characters (default: a new UUID)")
 	root.PersistentFlags().StringVar(&a.cpuProfile, "cpuprofile", "", "write a CPU profile of the command to this file (for performance reports)")
 	_ = root.PersistentFlags().MarkHidden("cpuprofile")
@@ -176,9 +185,44 @@ func countsAtLeastOne(cmd *cobra.Command, names ...string) error {
 // when the command returns, with "error" added if it then fails; so a
 // command sets it as soon as it knows what it did, even on a failure.
 // It returns nil.
-func (a *app) summary(v map[string]any) error {
+func (a *app) summary(v any) error {
 	a.result = v
 	return nil
+}
+
+// summaryMap is the summary as a map, with what the observers added: a
+// job's typed result through its JSON encoding, which is what --json
+// prints.
+func (a *app) summaryMap() map[string]any {
+	var v map[string]any
+	switch r := a.result.(type) {
+	case nil:
+	case map[string]any:
+		v = r
+	default:
+		b, err := json.Marshal(r)
+		if err == nil {
+			err = json.Unmarshal(b, &v)
+		}
+		if err != nil {
+			v = map[string]any{"summary_error": err.Error()}
+		}
+	}
+	if len(a.extra) == 0 && len(a.warns) == 0 {
+		return v
+	}
+	if v == nil {
+		v = map[string]any{}
+	}
+	maps.Copy(v, a.extra)
+	if len(a.warns) > 0 {
+		ws, _ := v["warnings"].([]any)
+		for _, w := range a.warns {
+			ws = append(ws, w)
+		}
+		v["warnings"] = ws
+	}
+	return v
 }
 
 // printSummary prints the --json object of cmd's run: its summary, with
@@ -186,7 +230,7 @@ func (a *app) summary(v map[string]any) error {
 // line was wrong, plus seconds and the run ID. A command that set no
 // summary and succeeded (help) prints nothing.
 func (a *app) printSummary(cmd *cobra.Command, msg string, usage bool) error {
-	v := a.result
+	v := a.summaryMap()
 	if v == nil {
 		if msg == "" {
 			return nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -102,102 +103,99 @@ func addMirrorReport(out, mirror map[string]any) {
 // 'sluice iceberg sync' goes on where it stopped.
 const postCommitSyncTimeout = 2 * time.Minute
 
-// afterCommit syncs t's Iceberg mirror when its settings say so (sluice
-// iceberg enable); every command that commits to a table defers it once
-// the table is open. It never fails the command: its outcome goes into
-// the --json summary as "iceberg", and a failure also into "warnings"
-// and the log (stderr); the next commit or 'sluice iceberg sync' retries.
-// Settings that cannot be read, or a mirror in the table's folder that
-// no settings record, are warned about the same way: the commit is not
-// mirrored, and never silently.
-//
-// It is deferred as `defer a.afterCommit(cmd, t)()`: the call reads the
-// mirror settings once, when the command starts (a table without them
-// and without a mirror, the common case, costs two reads, the settings
-// and where an older sluice kept them, and one listing, and nothing at
-// the end), and notes the table's version; the
-// sync runs at the end only if a version was committed since, so that a
-// command that failed before committing (often against a failing store)
-// adds nothing to its one-line error.
-func (a *app) afterCommit(cmd *cobra.Command, t *catalog.Table) func() {
-	ctx := cmd.Context()
-	set, ok, setErr := iceberg.ReadSettings(ctx, t)
-	var unrecorded error
-	switch {
-	case setErr == nil && ok && !set.AfterCommit:
-		return func() {} // recorded, synced on demand only
-	case setErr == nil && !ok:
-		if unrecorded = iceberg.CheckRecorded(ctx, t); unrecorded == nil {
-			return func() {}
-		}
-	}
-	before, err := t.LatestVersion(ctx)
-	if err != nil {
-		before = -1 // no table yet (import creates it), or unknown
-	}
-	return func() {
-		if after, err := t.LatestVersion(ctx); err != nil || after == before {
-			return // nothing committed, or unknown: the next commit or sync catches up
-		}
-		if setErr != nil { // unknown at the start: read again now
-			set, ok, setErr = iceberg.ReadSettings(ctx, t)
-			if setErr == nil && !ok {
-				unrecorded = iceberg.CheckRecorded(ctx, t)
-			}
-		}
-		switch {
-		case setErr != nil:
-			a.mirrorWarning(map[string]any{}, t, fmt.Errorf("the mirror's settings: %w", setErr), false)
-		case unrecorded != nil:
-			a.mirrorWarning(map[string]any{}, t, fmt.Errorf("%w: %s", unrecorded, recordAdvice(t.Location())), false)
-		case ok && set.AfterCommit:
-			a.syncAfterCommit(cmd, t, set)
-		}
-	}
+// mirrorObserver syncs a table's Iceberg mirror after each of its
+// commits when its settings say so (sluice iceberg enable): every table
+// a job or a command opens carries it (catalog Options.Observers), so no
+// command can forget it. It never fails the commit: report gets the
+// outcome for the --json summary ("iceberg") and, on a failure, a
+// warning; the log gets the failure too; the next commit or 'sluice
+// iceberg sync' retries. Settings that cannot be read, or a mirror in
+// the table's folder that no settings record, are warned about the same
+// way: the commit is not mirrored, and never silently.
+type mirrorObserver struct {
+	a      *app
+	report func(out map[string]any, warning string)
+	// known caches what each table's settings say, read at its first
+	// commit: a table without settings or a mirror, the common case,
+	// costs two reads (the settings, and where an older sluice kept
+	// them) and one listing, once.
+	mu    sync.Mutex
+	known map[*catalog.Table]mirrorSettings
 }
 
-// syncAfterCommit is afterCommit's sync of t into the mirror set says.
-func (a *app) syncAfterCommit(cmd *cobra.Command, t *catalog.Table, set iceberg.Settings) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), postCommitSyncTimeout)
-	defer cancel()
-	if cmd.Context().Err() != nil {
+// mirrorSettings are a table's mirror settings as first read: set and ok
+// as ReadSettings gives them, or err (unreadable settings, or an
+// unrecorded mirror) to warn of at each commit.
+type mirrorSettings struct {
+	set iceberg.Settings
+	ok  bool
+	err error
+}
+
+func (o *mirrorObserver) settings(ctx context.Context, t *catalog.Table) mirrorSettings {
+	o.mu.Lock()
+	ms, known := o.known[t]
+	o.mu.Unlock()
+	if known {
+		return ms
+	}
+	set, ok, err := iceberg.ReadSettings(ctx, t)
+	switch {
+	case err != nil:
+		ms = mirrorSettings{err: fmt.Errorf("the mirror's settings: %w", err)}
+	case !ok:
+		if unrecorded := iceberg.CheckRecorded(ctx, t); unrecorded != nil {
+			ms = mirrorSettings{err: fmt.Errorf("%w: %s", unrecorded, recordAdvice(t.Location()))}
+		}
+	default:
+		ms = mirrorSettings{set: set, ok: true}
+	}
+	o.mu.Lock()
+	if o.known == nil {
+		o.known = map[*catalog.Table]mirrorSettings{}
+	}
+	o.known[t] = ms
+	o.mu.Unlock()
+	return ms
+}
+
+// Committed syncs t's mirror, if its settings say so, up to the version
+// just committed.
+func (o *mirrorObserver) Committed(ctx context.Context, t *catalog.Table, _ *catalog.Manifest) {
+	if ctx.Err() != nil {
 		return // interrupted: the next commit or sync catches up
 	}
-	if dry, _ := a.result["dry_run"].(bool); dry {
-		return // a dry run changes nothing, the mirror included
+	ms := o.settings(ctx, t)
+	switch {
+	case ms.err != nil:
+		o.warn(map[string]any{}, t, ms.err, false)
+		return
+	case !ms.ok || !ms.set.AfterCommit:
+		return // no mirror, or one synced on demand only
 	}
-	out, err := a.syncMirror(ctx, t, t.Location(), set)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), postCommitSyncTimeout)
+	defer cancel()
+	out, err := o.a.syncMirror(sctx, t, t.Location(), ms.set)
 	if err != nil {
-		a.mirrorWarning(out, t, err, true)
+		o.warn(out, t, err, true)
 		return
 	}
 	out["synced"] = true
-	if a.result != nil {
-		a.result["iceberg"] = out
-	}
-	if n, _ := out["mirrored"].(int); n > 0 {
-		a.note("mirrored %d versions to %s (snapshot %v)", n, out["identifier"], out["snapshot_id"])
-	}
+	o.report(out, "")
 }
 
-// mirrorWarning reports a commit not mirrored: the commit stands. retry
-// says whether the next commit or 'sluice iceberg sync' retries by
-// itself (a failed sync), or the table needs a hand first (its settings).
-func (a *app) mirrorWarning(out map[string]any, t *catalog.Table, err error, retry bool) {
+// warn reports a commit not mirrored: the commit stands. retry says
+// whether the next commit or 'sluice iceberg sync' retries by itself (a
+// failed sync), or the table needs a hand first (its settings).
+func (o *mirrorObserver) warn(out map[string]any, t *catalog.Table, err error, retry bool) {
 	then := "the next commit or 'sluice iceberg sync' retries"
 	if !retry {
 		then = "no commit is mirrored until this is fixed"
 	}
-	msg := fmt.Sprintf("the Iceberg mirror of %s was not synced (the commit stands; %s): %v", t.Location(), then, err)
 	out["synced"] = false
 	out["error"] = err.Error()
-	a.logger.Warn("the commit was not mirrored to Iceberg; the commit stands, and "+then, "table", t.Location(), "err", err)
-	if a.result == nil {
-		return
-	}
-	a.result["iceberg"] = out
-	ws, _ := a.result["warnings"].([]string)
-	a.result["warnings"] = append(ws, msg)
+	o.a.logger.Warn("the commit was not mirrored to Iceberg; the commit stands, and "+then, "table", t.Location(), "err", err)
+	o.report(out, fmt.Sprintf("the Iceberg mirror of %s was not synced (the commit stands; %s): %v", t.Location(), then, err))
 }
 
 // mirrorState is how far a table's Iceberg mirror is, for history.

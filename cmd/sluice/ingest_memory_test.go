@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/sluice-data/sluice/jobs"
 )
 
 // With --max-record-bytes 2GiB a 1 GB line took 12.7 GB: a record limit
@@ -82,7 +84,7 @@ func TestIngestHoldsMemoryWithTheLargestRecordAndALongerLine(t *testing.T) {
 	}
 	rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10 // KiB on Linux
 	t.Logf("peak RSS %d MiB", rss>>20)
-	if limit := int64(budget + gcHeadroom); rss > limit {
-		t.Errorf("peak RSS %d MiB, over --memory %d MiB plus %d MiB headroom", rss>>20, budget>>20, gcHeadroom>>20)
+	if limit := int64(budget + jobs.GCHeadroom); rss > limit {
+		t.Errorf("peak RSS %d MiB, over --memory %d MiB plus %d MiB headroom", rss>>20, budget>>20, jobs.GCHeadroom>>20)
 	}
 }

@@ -75,7 +75,11 @@ func TestIngestCommandErrors(t *testing.T) {
 	dir := t.TempDir()
 	loc := filepath.Join(dir, "events")
 	initEvents(t, loc)
-	failsWithOneLine(t, sluice(t, nil, "ingest", loc, "--from", "kafka://127.0.0.1:9092"), "want kafka://host:port")
+	// A malformed source is a bad --from: a usage error, before anything
+	// is opened.
+	if r := sluice(t, nil, "ingest", loc, "--from", "kafka://127.0.0.1:9092"); r.code != 2 || !strings.Contains(r.stderr, "--from") || !strings.Contains(r.stderr, "want kafka://host:port") {
+		t.Fatalf("a topicless kafka:// source: exit %d, %s; want 2 naming --from", r.code, r.stderr)
+	}
 	if r := sluice(t, nil, "ingest", loc, "--from", "kafka://127.0.0.1:9092/events", "--on-gap", "ignore"); r.code != 2 {
 		t.Fatalf("--on-gap ignore: exit %d, want 2", r.code)
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -16,8 +17,33 @@ import (
 
 	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/cloud"
+	"github.com/sluice-data/sluice/jobs"
 	"github.com/sluice-data/sluice/scheduler"
 )
+
+// jobKinds are the kinds a pipeline file may name: jobs' typed calls,
+// given the process's logger (each run's lines name it) and the Iceberg
+// mirror's observer, whose failures the log reports; vacuum, not yet a
+// typed call, runs its command in process.
+func (a *app) jobKinds(logger *slog.Logger) map[string]scheduler.Kind {
+	mirror := &mirrorObserver{a: a, report: func(map[string]any, string) {}}
+	out := jobs.Kinds(jobs.Env{Logger: logger, Observers: []catalog.CommitObserver{mirror}})
+	out["vacuum"] = &commandKind{name: "vacuum", positional: "table", tables: []string{"table"}, required: []string{"table"},
+		command: (*app).vacuumCommand, checkJob: vacuumRetain}
+	return out
+}
+
+// vacuumRetain refuses a negative retain, which every run would refuse.
+func vacuumRetain(j *scheduler.Job) []*scheduler.OptionError {
+	o, ok := j.Option("retain")
+	if !ok {
+		return nil
+	}
+	if d, err := time.ParseDuration(o.Value); err == nil && d < 0 {
+		return []*scheduler.OptionError{{Key: "retain", Msg: fmt.Sprintf("%s: %v", o.Value, catalog.ErrNegativeRetention)}}
+	}
+	return nil
+}
 
 // commandKind is a job kind run as its own command, in process: its
 // options are the command's flags in snake_case, so a job takes exactly
@@ -40,112 +66,6 @@ type commandKind struct {
 	checkJob func(j *scheduler.Job) []*scheduler.OptionError
 	command  func(a *app) *cobra.Command
 	interval func(j *scheduler.Job, iv scheduler.Interval) []string
-}
-
-// jobKinds are the kinds a pipeline file may name.
-func jobKinds() map[string]scheduler.Kind {
-	ks := []*commandKind{
-		{name: "ingest", positional: "table", tables: []string{"table", "quarantine"}, locations: []string{"from"},
-			required: []string{"table", "from"}, command: (*app).ingestCommand, interval: ingestInterval},
-		{name: "compact", positional: "table", tables: []string{"table"}, required: []string{"table"}, extra: compactScope,
-			command: (*app).compactCommand, interval: compactInterval},
-		{name: "rollup", positional: "out", tables: []string{"out", "source"}, locations: []string{"snapshot"},
-			required: []string{"out", "source", "snapshot", "key", "time", "measure"},
-			command:  (*app).rollupCommand, interval: rollupInterval, checkJob: rollupZone},
-		{name: "publish", positional: "table", tables: []string{"table"}, required: []string{"table", "to", "as"},
-			command: (*app).publishCommand},
-		{name: "vacuum", positional: "table", tables: []string{"table"}, required: []string{"table"},
-			command: (*app).vacuumCommand},
-	}
-	out := map[string]scheduler.Kind{}
-	for _, k := range ks {
-		out[k.name] = k
-	}
-	return out
-}
-
-// ingestInterval stops the ingest at the interval's end (unless the job
-// gives until): a rerun of an interval takes the same files and records.
-func ingestInterval(j *scheduler.Job, iv scheduler.Interval) []string {
-	if _, ok := j.Option("until"); ok {
-		return nil
-	}
-	return []string{"--until", iv.End.UTC().Format(time.RFC3339Nano)}
-}
-
-// compactInterval compacts the UTC days the interval touches, the
-// current one included when the interval reaches into it.
-func compactInterval(j *scheduler.Job, iv scheduler.Interval) []string {
-	var args []string
-	if _, ok := j.Option("partition"); ok {
-		return nil
-	}
-	if o, ok := j.Option("scope"); ok && o.Value == "all" {
-		return nil
-	}
-	last := iv.End.Add(-time.Nanosecond).UTC()
-	for d := iv.Start.UTC().Truncate(24 * time.Hour); !d.After(last); d = d.AddDate(0, 0, 1) {
-		args = append(args, "--partition", "date="+d.Format(time.DateOnly))
-	}
-	if _, ok := j.Option("include_current"); !ok {
-		args = append(args, "--include-current")
-	}
-	return args
-}
-
-// compactScope is compact's one option beyond its flags: scope:
-// interval (the default) compacts the UTC days the interval touches;
-// scope: all compacts every partition, as the command does.
-func compactScope(o scheduler.Option) (bool, string) {
-	if o.Key != "scope" {
-		return false, ""
-	}
-	if o.IsList || (o.Value != "interval" && o.Value != "all") {
-		return true, "want interval or all"
-	}
-	return true, ""
-}
-
-// rollupInterval rolls up through the interval's day, in the job's one
-// zone: the zone its schedule ticks in (CRON_TZ=, else the host's, by
-// name), which becomes --tz unless the job's tz option names it already
-// (rollupZone refuses a tz that differs). A daily job scheduled at 01:00
-// on a host in America/New_York rolls up New York days through the day
-// before the tick; counted in UTC, as before, it stopped a day short
-// wherever the local day and the UTC one differ at the tick.
-func rollupInterval(j *scheduler.Job, iv scheduler.Interval) []string {
-	var args []string
-	loc := j.Schedule.Location()
-	if _, ok := j.Option("tz"); !ok {
-		args = append(args, "--tz", loc.String())
-	}
-	if _, ok := j.Option("through"); !ok {
-		args = append(args, "--through", iv.Start.In(loc).Format(time.DateOnly))
-	}
-	return args
-}
-
-// rollupZone refuses a rollup job whose tz option differs from the zone
-// its schedule ticks in: one zone per job, or its intervals and its days
-// would not line up.
-func rollupZone(j *scheduler.Job) []*scheduler.OptionError {
-	o, ok := j.Option("tz")
-	if !ok || j.Schedule == nil {
-		return nil
-	}
-	tz, err := time.LoadLocation(o.Value)
-	if err != nil {
-		return nil // the flag's own check names it
-	}
-	sched := j.Schedule.Location()
-	if tz.String() == sched.String() {
-		return nil
-	}
-	where := "CRON_TZ=" + sched.String()
-	if !j.Schedule.ZoneGiven() {
-		where = "the host's zone, " + sched.String() + ", as it has no CRON_TZ"
-	}
-	return []*scheduler.OptionError{{Key: "tz", Msg: fmt.Sprintf("%s differs from the zone the job's schedule ticks in (%s): give the schedule CRON_TZ=%s, or drop tz (one zone per job, for its intervals and its days)", o.Value, where, o.Value)}}
 }
 
 func kebab(key string) string { return strings.ReplaceAll(key, "_", "-") }
@@ -266,71 +186,12 @@ func (k *commandKind) args(p *scheduler.Pipeline, j *scheduler.Job, iv scheduler
 
 // Run runs one interval of j as its command, in process, and returns the
 // command's --json summary.
-func (k *commandKind) Run(ctx context.Context, p *scheduler.Pipeline, j *scheduler.Job, iv scheduler.Interval) (map[string]any, error) {
-	if k.name == "ingest" {
-		if err := createTable(ctx, p, j); err != nil {
-			return nil, err
-		}
-	}
+func (k *commandKind) Run(ctx context.Context, p *scheduler.Pipeline, j *scheduler.Job, iv scheduler.Interval) (any, error) {
 	args := k.args(p, j, iv)
 	if id := scheduler.RunID(ctx); id != "" {
 		args = append(args, "--run-id", id)
 	}
-	summary, err := runInProcess(ctx, args)
-	if err == nil && k.name != "publish" {
-		pos, _ := j.Option(k.positional)
-		if n, serr := smallFiles(ctx, p.Tables[pos.Value].Location); serr == nil && summary != nil {
-			summary[scheduler.SmallFilesKey] = map[string]any{pos.Value: float64(n)}
-		}
-	}
-	return summary, err
-}
-
-// smallFiles counts the files of the table's current version under a
-// quarter of its target file size: what compaction would merge. /metrics
-// shows it per table after each job that wrote the table.
-func smallFiles(ctx context.Context, location string) (int, error) {
-	t, err := catalog.Open(ctx, location, catalog.Options{})
-	if err != nil {
-		return 0, err
-	}
-	defer t.Close()
-	m, err := t.Latest(ctx)
-	if err != nil {
-		return 0, err
-	}
-	files, err := t.Files(ctx, m)
-	if err != nil {
-		return 0, err
-	}
-	n, limit := 0, m.TargetFileSize()/4
-	for _, f := range files {
-		if f.Bytes < limit {
-			n++
-		}
-	}
-	return n, nil
-}
-
-// createTable creates the ingest job's table when the file gives its
-// schema and it does not exist yet.
-func createTable(ctx context.Context, p *scheduler.Pipeline, j *scheduler.Job) error {
-	o, _ := j.Option("table")
-	t := p.Tables[o.Value]
-	if t.Schema == "" {
-		return nil
-	}
-	args := []string{"init", t.Location, "--schema", t.Schema}
-	if t.PartitionBy != "" {
-		args = append(args, "--partition-by", t.PartitionBy)
-	}
-	if t.TargetFileSize != "" {
-		args = append(args, "--target-file-size", t.TargetFileSize)
-	}
-	if _, err := runInProcess(ctx, args); err != nil && !errors.Is(err, catalog.ErrTableExists) {
-		return fmt.Errorf("create table %s: %w", t.Name, err)
-	}
-	return nil
+	return runInProcess(ctx, args)
 }
 
 // runInProcess runs one sluice command line with --json and returns its

@@ -22,8 +22,8 @@ func (a *app) progress(name string) *progressBar {
 	return &progressBar{name: name, on: !a.jsonOut && stderrIsTTY()}
 }
 
-// set reports done of total units; safe for concurrent use.
-func (b *progressBar) set(done, total int) {
+// Set reports done of total units; safe for concurrent use.
+func (b *progressBar) Set(done, total int64) {
 	if !b.on {
 		return
 	}
@@ -31,17 +31,17 @@ func (b *progressBar) set(done, total int) {
 	defer b.mu.Unlock()
 	b.once.Do(func() {
 		b.p = mpb.New(mpb.WithWidth(40))
-		b.bar = b.p.AddBar(int64(total),
+		b.bar = b.p.AddBar(total,
 			mpb.PrependDecorators(decor.Name(b.name+" "), decor.CountersNoUnit("%d/%d")),
 			mpb.AppendDecorators(decor.Percentage(), decor.Name(" "), decor.AverageETA(decor.ET_STYLE_GO)))
 	})
-	if int64(done) > b.bar.Current() {
-		b.bar.SetCurrent(int64(done))
+	if done > b.bar.Current() {
+		b.bar.SetCurrent(done)
 	}
 }
 
-// done finishes the bar (if one was drawn) and waits for its last frame.
-func (b *progressBar) done() {
+// Done finishes the bar (if one was drawn) and waits for its last frame.
+func (b *progressBar) Done() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.bar != nil {

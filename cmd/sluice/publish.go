@@ -1,24 +1,13 @@
 package main
 
 import (
-	"errors"
-	"fmt"
-	"time"
-
 	"github.com/spf13/cobra"
 
-	"github.com/sluice-data/sluice/warehouse"
+	"github.com/sluice-data/sluice/jobs"
 )
 
 func (a *app) publishCommand() *cobra.Command {
-	var (
-		to, as      string
-		iamRole     string
-		keepOld     bool
-		force       bool
-		dropDeps    bool
-		lockTimeout time.Duration
-	)
+	var o jobs.Publish
 	cmd := &cobra.Command{
 		Use:   "publish TABLE --to postgres://...|sqlite:///path.db|redshift://... --as NAME [--keep-old] [--lock-timeout 5s] [--force] [--drop-dependents] [--iam-role ARN]",
 		Short: "Load a table into PostgreSQL, a SQLite file or Redshift with a _new/_old swap",
@@ -69,46 +58,10 @@ documentation, never run on a cluster.`,
   PGPASSWORD=... sluice publish s3://lake/events --to postgres://loader@db/analytics --as mart.events --json`,
 		Args: exactArgs(1, "TABLE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if to == "" || as == "" {
-				return usageError{cmd: "publish", err: errors.New("publish: --to URL and --as NAME are required")}
-			}
-			if lockTimeout <= 0 {
-				return usageError{cmd: "publish", err: fmt.Errorf("--lock-timeout %s: want a duration above 0", lockTimeout)}
-			}
-			t, err := a.openTable(cmd, args[0])
-			if err != nil {
-				return err
-			}
-			defer t.Close()
-			bar := a.progress("publishing")
-			res, runErr := warehouse.Publish(cmd.Context(), t, warehouse.Options{
-				To: to, As: as, IAMRole: iamRole, KeepOld: keepOld, Force: force, DropDependents: dropDeps, LockTimeout: lockTimeout,
-				RunID: a.runID, Logger: a.logger,
-				Progress: func(done, total int64) { bar.set(int(done), int(total)) },
-			})
-			bar.done()
-			out := map[string]any{"command": "publish", "table": args[0], "target": res.Target,
-				"version": res.Version, "unchanged": res.Unchanged, "rows": res.Rows, "bytes": res.Bytes,
-				"lock_wait_seconds": res.LockWait.Seconds(), "swap_attempts": res.Attempts}
-			a.summary(out)
-			if runErr != nil {
-				return fmt.Errorf("publish %s as %s: %w", args[0], as, runErr)
-			}
-			if res.Unchanged {
-				a.note("%s already holds version %d: nothing to do (--force reloads)", res.Target, res.Version)
-			} else {
-				a.note("published version %d as %s: %d rows in %.1fs (swap waited %s)", res.Version, res.Target, res.Rows, res.Seconds, res.LockWait.Round(time.Millisecond))
-			}
-			return nil
+			o.Table = args[0]
+			return a.runJob(cmd, &o)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&to, "to", "", "warehouse URL: postgres://user@host[:port]/db, sqlite:///path/warehouse.db or redshift://user@host:5439/db")
-	f.StringVar(&as, "as", "", "target table: NAME or SCHEMA.NAME")
-	f.StringVar(&iamRole, "iam-role", "", "redshift://: the ARN of the IAM role Redshift's COPY assumes to read the table's files")
-	f.BoolVar(&keepOld, "keep-old", false, "keep the replaced table as NAME_old")
-	f.BoolVar(&force, "force", false, "reload even when the version is already published")
-	f.BoolVar(&dropDeps, "drop-dependents", false, "leave behind, dropped with the old table, what cannot follow NAME to the new table (triggers, rules, foreign keys of other tables...) instead of refusing")
-	f.DurationVar(&lockTimeout, "lock-timeout", warehouse.DefaultLockTimeout, "longest wait for the swap's lock per attempt; attempts retry with backoff")
+	o.Bind(cmd.Flags())
 	return cmd
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluice-data/sluice/cloud"
+	"github.com/sluice-data/sluice/jobs"
 	"github.com/sluice-data/sluice/scheduler"
 )
 
@@ -69,9 +70,16 @@ func (a *app) runner(cmd *cobra.Command, f *runnerFlags) (*scheduler.Runner, fun
 	if a.logHandler != nil && cmd.Name() != "serve" {
 		logger = slog.New(a.logHandler)
 	}
-	r := &scheduler.Runner{Pipeline: p, Kinds: jobKinds(), History: &scheduler.History{Store: st},
+	r := &scheduler.Runner{Pipeline: p, Kinds: a.jobKinds(logger), History: &scheduler.History{Store: st},
 		Instance: instanceName(f.instance), LeaseTTL: f.leaseTTL, Logger: logger}
 	return r, func() { st.Close() }, nil
+}
+
+// tune sets the process's memory limit once, for every job of r's
+// pipeline running parallel intervals at once: a job never sets it while
+// another runs beside it.
+func tune(r *scheduler.Runner, parallel int) {
+	jobs.Tune(jobs.PipelineBudget(r.Pipeline, r.Kinds, parallel))
 }
 
 // parseWhen reads a DATE (YYYY-MM-DD, midnight in loc) or an RFC 3339
@@ -188,6 +196,7 @@ Exit 1 when a run failed; its record holds the error.`,
 					iv = ivs[0]
 				}
 			}
+			tune(r, 1)
 			outs, runErr := r.Run(cmd.Context(), job, iv, scheduler.RunOptions{Rerun: f.rerun, Only: f.only, Trigger: "run", AwaitLease: true})
 			a.reportRuns("run", job, outs)
 			return runErr
@@ -252,6 +261,7 @@ parallel: in the file allows that many.`,
 			if !end.After(start) {
 				return usageError{cmd: "backfill", err: fmt.Errorf("backfill: --to %s is before --from %s", to, from)}
 			}
+			tune(r, parallel)
 			outs, runErr := r.Backfill(cmd.Context(), job, start, end, parallel, scheduler.RunOptions{Rerun: f.rerun, Only: f.only, Trigger: "backfill", AwaitLease: true})
 			a.reportRuns("backfill", job, outs)
 			if runErr != nil {

@@ -61,6 +61,7 @@ terminal, JSON otherwise (--log-format).`,
 				return err
 			}
 			defer closeLake()
+			tune(r, 1)
 			reg := prometheus.NewRegistry()
 			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 			r.OnFinish = scheduler.NewMetrics(reg).Observe

@@ -3,26 +3,22 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
-	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/sluice-data/sluice/catalog"
+	"github.com/sluice-data/sluice/jobs"
 )
 
 func (a *app) openTable(cmd *cobra.Command, loc string) (*catalog.Table, error) {
-	return catalog.Open(cmd.Context(), loc, catalog.Options{Logger: a.logger})
+	return catalog.Open(cmd.Context(), loc, catalog.Options{Logger: a.logger, Observers: a.observers()})
 }
 
 func (a *app) initCommand() *cobra.Command {
-	var schemaArg, partitionBy, targetSize string
+	var o jobs.Create
 	cmd := &cobra.Command{
 		Use:   "init TABLE --schema S [--partition-by day(col)] [--target-file-size 256MiB]",
 		Short: "Create an empty table",
@@ -38,80 +34,12 @@ of a date or timestamp column.`,
 		Example: `  sluice init ./lake/events --schema 'event_id:uuid,list_id:int64,tally:int32,event_time:timestamp' --partition-by 'day(event_time)'`,
 		Args:    exactArgs(1, "TABLE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if schemaArg == "" {
-				return usageError{cmd: "init", err: fmt.Errorf("init: --schema is required")}
-			}
-			schema, err := loadSchema(schemaArg)
-			if err != nil {
-				return usageError{cmd: "init", err: err}
-			}
-			spec, err := catalog.ParsePartitionSpec(partitionBy, schema)
-			if err != nil {
-				return usageError{cmd: "init", err: err}
-			}
-			props := map[string]string{}
-			if targetSize != "" {
-				n, err := humanize.ParseBytes(targetSize)
-				if err != nil || n == 0 {
-					return usageError{cmd: "init", err: fmt.Errorf("--target-file-size %q: want a size such as 256MiB", targetSize)}
-				}
-				props[catalog.PropTargetFileSize] = strconv.FormatUint(n, 10)
-			}
-			t, err := a.openTable(cmd, args[0])
-			if err != nil {
-				return err
-			}
-			defer t.Close()
-			m, err := t.Create(cmd.Context(), schema, spec, props, a.runID)
-			if err != nil {
-				return fmt.Errorf("init %s: %w", args[0], err)
-			}
-			a.note("created %s at version %d", args[0], m.Version)
-			return a.summary(map[string]any{"command": "init", "table": args[0], "version": m.Version,
-				"schema": schema.String(), "partition_by": spec.String()})
+			o.Table = args[0]
+			return a.runJob(cmd, &o)
 		},
 	}
-	cmd.Flags().StringVar(&schemaArg, "schema", "", "columns: 'name:type,name:type?,...' or @file.yaml")
-	cmd.Flags().StringVar(&partitionBy, "partition-by", "", "partition by the UTC day of a column: day(col)")
-	cmd.Flags().StringVar(&targetSize, "target-file-size", "", "target size of data files written to the table (default 256MiB)")
+	o.Bind(cmd.Flags())
 	return cmd
-}
-
-// loadSchema reads --schema: a schema string, or @file.yaml holding either
-// a schema string or a list of {name, type, nullable}.
-func loadSchema(arg string) (catalog.Schema, error) {
-	file, ok := strings.CutPrefix(arg, "@")
-	if !ok {
-		return catalog.ParseSchema(arg)
-	}
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return catalog.Schema{}, fmt.Errorf("--schema %s: %w", arg, err)
-	}
-	var node yaml.Node
-	if err := yaml.Unmarshal(b, &node); err != nil {
-		return catalog.Schema{}, fmt.Errorf("--schema %s: %w", arg, err)
-	}
-	var s string
-	if node.Decode(&s) == nil {
-		return catalog.ParseSchema(s)
-	}
-	var cols []struct {
-		Name     string `yaml:"name"`
-		Type     string `yaml:"type"`
-		Nullable bool   `yaml:"nullable"`
-	}
-	if err := node.Decode(&cols); err != nil {
-		return catalog.Schema{}, fmt.Errorf("--schema %s: want a schema string or a list of {name, type, nullable}: %w", arg, err)
-	}
-	parts := make([]string, len(cols))
-	for i, c := range cols {
-		parts[i] = c.Name + ":" + c.Type
-		if c.Nullable {
-			parts[i] += "?"
-		}
-	}
-	return catalog.ParseSchema(strings.Join(parts, ","))
 }
 
 func (a *app) importCommand() *cobra.Command {
@@ -147,10 +75,9 @@ failed batch's output), and sluice cannot read those logs yet.`,
 				return err
 			}
 			defer t.Close()
-			defer a.afterCommit(cmd, t)()
 			bar := a.progress("reading footers")
-			res, err := t.Import(cmd.Context(), from, catalog.ImportOptions{RunID: a.runID, Progress: bar.set})
-			bar.done()
+			res, err := t.Import(cmd.Context(), from, catalog.ImportOptions{RunID: a.runID, Progress: func(done, total int) { bar.Set(int64(done), int64(total)) }})
+			bar.Done()
 			if err != nil {
 				return err
 			}
@@ -163,9 +90,9 @@ failed batch's output), and sluice cannot read those logs yet.`,
 			}
 			if res.Manifest != nil {
 				out["version"] = res.Manifest.Version
-				a.note("imported %d files (%d rows) into %s at version %d", res.FilesAdded, res.Rows, args[0], res.Manifest.Version)
+				a.line("imported %d files (%d rows) into %s at version %d", res.FilesAdded, res.Rows, textName(args[0]), res.Manifest.Version)
 			} else {
-				a.note("nothing new to import: all %d files are already in %s", res.FilesFound, args[0])
+				a.line("nothing new to import: all %d files are already in %s", res.FilesFound, textName(args[0]))
 			}
 			return a.summary(out)
 		},
@@ -424,13 +351,12 @@ exists (vacuumed, or deleted from the folder an import adopted it in).`,
 				return err
 			}
 			defer t.Close()
-			defer a.afterCommit(cmd, t)()
 			m, err := t.Rollback(cmd.Context(), to, a.runID)
 			if err != nil {
 				return err
 			}
 			files, rows, bytes := m.Totals()
-			a.note("rolled %s back to version %d as version %d", args[0], to, m.Version)
+			a.line("rolled %s back to version %d as version %d", textName(args[0]), to, m.Version)
 			return a.summary(map[string]any{"command": "rollback", "table": args[0], "version": m.Version,
 				"rolled_back_to": to, "files": files, "rows": rows, "bytes": bytes})
 		},
@@ -498,7 +424,11 @@ deleted.`,
 			if dryRun {
 				verb = "would delete"
 			}
-			a.note("%s %d files (%s)", verb, len(res.Deleted), sizeText(uint64(res.Bytes)))
+			line := fmt.Sprintf("vacuum %s: %s %d files (%s), %d versions retained", textName(args[0]), verb, len(res.Deleted), sizeText(uint64(res.Bytes)), res.RetainedVersions)
+			if msg, ok := mirror["error"].(string); ok {
+				line += "; warning: the Iceberg mirror was not synced (the next commit or 'sluice iceberg sync' retries): " + msg
+			}
+			a.line("%s", line)
 			return nil
 		},
 	}

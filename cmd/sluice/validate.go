@@ -16,7 +16,7 @@ func (a *app) loadPipeline(cmd *cobra.Command, config string) (*scheduler.Pipeli
 	if config == "" {
 		return nil, usageError{cmd: cmd.Name(), err: fmt.Errorf("%s: --config is required", cmd.Name())}
 	}
-	p, err := scheduler.LoadFile(config, jobKinds())
+	p, err := scheduler.LoadFile(config, a.jobKinds(a.logger))
 	var list scheduler.ErrorList
 	if errors.As(err, &list) {
 		for _, e := range list[1:] {

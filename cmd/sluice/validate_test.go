@@ -105,3 +105,40 @@ func TestValidateNeverEchoesEnvironment(t *testing.T) {
 		}
 	}
 }
+
+// validate runs every kind's own checks: a negative vacuum retention
+// passed it before and failed every run. And a job that fails when it
+// runs (a landing folder that is not there) makes sluice run exit 1 with
+// the job's reason, not 2 with "see --help" for a command line nobody
+// typed.
+func TestValidateAndRunExitCodesOfJobOptions(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "p.yaml")
+	os.WriteFile(cfg, []byte(`lake: lake
+tables:
+  events: {location: lake/events, schema: "id:int64,ts:timestamp", partition_by: day(ts)}
+jobs:
+  load:
+    schedule: "CRON_TZ=UTC @daily"
+    ingest: {table: events, from: no-such-folder, format: jsonl}
+  vac:
+    schedule: "CRON_TZ=UTC @daily"
+    vacuum: {table: events, retain: -1h}
+`), 0o644)
+	r := sluice(t, nil, "validate", "--config", cfg)
+	if r.code != 1 || !strings.Contains(r.stderr, "p.yaml:10:29: jobs.vac.vacuum.retain: -1h: retention is negative") {
+		t.Fatalf("validate: exit %d, %s", r.code, r.stderr)
+	}
+	os.WriteFile(cfg, []byte(strings.Replace(string(must(os.ReadFile(cfg))), "retain: -1h", "retain: 168h", 1)), 0o644)
+	r = sluice(t, nil, "run", "--config", cfg, "load", "--at", "2024-01-02")
+	if r.code != 1 || strings.Contains(r.stderr, "--help") || !strings.Contains(r.stderr, "no-such-folder") {
+		t.Fatalf("run of a job whose landing folder is missing: exit %d, %s; want 1 naming the folder", r.code, r.stderr)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}

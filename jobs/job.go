@@ -1,0 +1,202 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+
+	"github.com/dustin/go-humanize"
+	"github.com/spf13/pflag"
+
+	"github.com/sluice-data/sluice/catalog"
+)
+
+// Job is one kind's options, set from a command's flags or a pipeline
+// file's keys through the same Bind.
+type Job interface {
+	// Kind names the job kind: "ingest", "compact", ...
+	Kind() string
+	// Bind registers the options as flags on fs: their names, defaults
+	// and help are the command line's, and in snake_case the pipeline
+	// file's keys.
+	Bind(fs *pflag.FlagSet)
+	// Validate checks every option without touching a table or a
+	// server, and reports each bad one as a *BadOption (joined).
+	Validate() error
+	// Run runs the job once. Its result is meaningful on an error too:
+	// it says what was done before it (a commit stays committed).
+	Run(ctx context.Context, env Env) (Result, error)
+}
+
+// Result is what a run did: it marshals to the command's --json summary
+// (and the run record's), and says it in one line for people.
+type Result interface {
+	// Line is the one summary line printed on stderr on success
+	// ("ingested 1,204 records into events version 7 (3 quarantined)").
+	Line() string
+	// Warnings are signs of a success that may not be one (an ingest
+	// that took nothing while files wait); they are in Line, in the
+	// --json summary and in the run record too.
+	Warnings() []string
+}
+
+// Env is what a job is given by the process that runs it.
+type Env struct {
+	// RunID is recorded in every manifest the job commits.
+	RunID string
+	// Logger receives the job's phases; nil: none.
+	Logger *slog.Logger
+	// Progress starts a progress report of a phase; nil: none.
+	Progress func(name string) Progress
+	// Observers are given to every table the job opens (catalog
+	// Options.Observers): the Iceberg mirror.
+	Observers []catalog.CommitObserver
+}
+
+// Progress reports how far a phase is.
+type Progress interface {
+	// Set reports done of total units; safe for concurrent use.
+	Set(done, total int64)
+	// Done ends the report.
+	Done()
+}
+
+type noProgress struct{}
+
+func (noProgress) Set(int64, int64) {}
+func (noProgress) Done()            {}
+
+func (e Env) logger() *slog.Logger {
+	if e.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return e.Logger
+}
+
+func (e Env) progress(name string) Progress {
+	if e.Progress == nil {
+		return noProgress{}
+	}
+	if p := e.Progress(name); p != nil {
+		return p
+	}
+	return noProgress{}
+}
+
+// open opens the table at loc with the env's logger and observers.
+func (e Env) open(ctx context.Context, loc string) (*catalog.Table, error) {
+	return catalog.Open(ctx, loc, catalog.Options{Logger: e.Logger, Observers: e.Observers})
+}
+
+// ErrBadOption marks a job's option that Validate refused.
+var ErrBadOption = errors.New("bad option")
+
+// BadOption is one option Validate refused: the flag (its pipeline key
+// is the same in snake_case) and why.
+type BadOption struct {
+	Flag string
+	Msg  string
+}
+
+func (e *BadOption) Error() string { return "--" + e.Flag + " " + e.Msg }
+
+// Is makes a BadOption match ErrBadOption.
+func (e *BadOption) Is(target error) bool { return target == ErrBadOption }
+
+// Key is the option's pipeline key: the flag in snake_case.
+func (e *BadOption) Key() string { return strings.ReplaceAll(e.Flag, "-", "_") }
+
+func bad(flag, format string, args ...any) error {
+	return &BadOption{Flag: flag, Msg: fmt.Sprintf(format, args...)}
+}
+
+// count is an integer option whose zero means its default: given, it
+// must be at least 1.
+type count struct {
+	n   int64
+	set bool
+}
+
+func (c *count) String() string { return strconv.FormatInt(c.n, 10) }
+func (c *count) Type() string   { return "int" }
+func (c *count) Set(v string) error {
+	n, err := strconv.ParseInt(v, 0, 64)
+	if err != nil {
+		return err
+	}
+	c.n, c.set = n, true
+	return nil
+}
+
+// check refuses a count given below 1.
+func (c *count) check(flag string) error {
+	if c.set && c.n < 1 {
+		return bad(flag, "%d: want a whole number >= 1", c.n)
+	}
+	return nil
+}
+
+// size is a byte-size option (256MiB), parsed by Validate: any text is
+// accepted when set, so that the refusal is Validate's, with its reason.
+type size struct {
+	text string
+	set  bool
+}
+
+func (s *size) String() string { return s.text }
+func (s *size) Type() string   { return "size" }
+func (s *size) Set(v string) error {
+	s.text, s.set = v, true
+	return nil
+}
+
+// bytes parses the size (0 when empty), refusing zero and anything over
+// most.
+func (s *size) bytes(flag string, most uint64) (int64, error) {
+	if s.text == "" {
+		return 0, nil
+	}
+	n, err := humanize.ParseBytes(s.text)
+	if err != nil || n == 0 || n > most {
+		return 0, bad(flag, "%q: want a size such as 256MiB", s.text)
+	}
+	return int64(n), nil
+}
+
+// orEmpty returns s, or an empty slice for nil, so that a list in a
+// summary prints as [] rather than null.
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// withWarnings is a line with the warnings that go with it.
+func withWarnings(line string, warnings []string) string {
+	if len(warnings) == 0 {
+		return line
+	}
+	return line + "; warning: " + strings.Join(warnings, "; warning: ")
+}
+
+// smallFiles is, in a scheduled job's result, how many files of each
+// table it wrote are small: /metrics' sluice_table_small_files.
+type smallFiles struct {
+	SmallFiles map[string]int `json:"small_files,omitempty"`
+}
+
+func (s *smallFiles) noteSmallFiles(table string, n int) {
+	if s.SmallFiles == nil {
+		s.SmallFiles = map[string]int{}
+	}
+	s.SmallFiles[table] = n
+}
+
+// sizeText spells n bytes as the size options take them and help texts
+// show them, 256MiB: humanize's "256 MiB" copied after a flag would be
+// two arguments.
+func sizeText(n int64) string { return strings.ReplaceAll(humanize.IBytes(uint64(n)), " ", "") }

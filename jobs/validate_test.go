@@ -1,0 +1,57 @@
+package jobs
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sluice-data/sluice/scheduler"
+)
+
+// validate refuses, with the file, line and key, the options every run
+// would refuse: before, validate passed them and each run failed.
+func TestValidateRunsEachKindsFullValidation(t *testing.T) {
+	const head = `lake: lake
+tables:
+  events: {location: lake/events}
+  daily: {location: lake/daily}
+jobs:
+  j:
+    schedule: "CRON_TZ=UTC @daily"
+`
+	cases := map[string]struct{ kind, want string }{
+		"rollup measure avg": {`rollup: {out: daily, source: events, snapshot: s.csv, key: [id], time: ts, measure: "x=avg(id)"}`,
+			`jobs.j.rollup.measure: `},
+		"publish negative lock timeout": {`publish: {table: events, to: "postgres://u@h/db", as: events, lock_timeout: -5s}`,
+			`jobs.j.publish.lock_timeout: -5s: want a duration above 0`},
+		"publish bad scheme": {`publish: {table: events, to: "mysql://u@h/db", as: events}`,
+			`jobs.j.publish.to: invalid warehouse URL: scheme "mysql"`},
+		"publish bad name": {`publish: {table: events, to: "postgres://u@h/db", as: "x;drop"}`,
+			`jobs.j.publish.as: invalid target name: "x;drop"`},
+		"ingest negative max records": {`ingest: {table: events, from: landing, max_records: -5}`,
+			`jobs.j.ingest.max_records: -5: want a whole number >= 1`},
+		"ingest format xml": {`ingest: {table: events, from: landing, format: xml}`,
+			`jobs.j.ingest.format: "xml": want jsonl, csv or parquet`},
+		"ingest bad until": {`ingest: {table: events, from: landing, until: tomorrow}`,
+			`jobs.j.ingest.until: "tomorrow": want an RFC 3339 time`},
+		"compact target huge": {`compact: {table: events, target_file_size: huge}`,
+			`jobs.j.compact.target_file_size: "huge": want a size such as 256MiB`},
+		"compact zero workers": {`compact: {table: events, workers: 0}`,
+			`jobs.j.compact.workers: 0: want a whole number >= 1`},
+		"rollup bad tz": {`rollup: {out: daily, source: events, snapshot: s.csv, key: [id], time: ts, measure: "x=sum(n)", tz: Mars/Base}`,
+			`jobs.j.rollup.tz: "Mars/Base": not a time zone`},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			src := head + "    " + c.kind + "\n"
+			_, err := scheduler.Parse(filepath.Join(t.TempDir(), "p.yaml"), []byte(src), Kinds(Env{}), func(string) (string, bool) { return "", false })
+			if !errors.Is(err, scheduler.ErrInvalid) {
+				t.Fatalf("Parse: %v, want ErrInvalid", err)
+			}
+			if !strings.Contains(err.Error(), "p.yaml:8:") || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("Parse error:\n%v\nwant one at p.yaml:8 containing %q", err, c.want)
+			}
+		})
+	}
+}
