@@ -17,17 +17,6 @@ type Metrics struct {
 	kafkaLag    *prometheus.GaugeVec
 }
 
-// smallFilesKey is the key of a job's summary under which its kind reports,
-// by table name, how many files of the table's current version are small
-// (under a quarter of its target file size): the sluice_table_small_files
-// gauge.
-const smallFilesKey = "small_files"
-
-// kafkaLagKey is the key of an ingest job's summary under which it
-// reports, by partition, the records of the topic it left unread: the
-// sluice_kafka_lag_records gauge.
-const kafkaLagKey = "kafka_lag"
-
 // NewMetrics registers the metrics on reg (none when reg is nil).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
@@ -81,7 +70,11 @@ func (m *Metrics) Observe(rec Record) {
 	}
 }
 
-// summaryMetrics are the keys of a job's summary the metrics read.
+// summaryMetrics are the keys of a job's summary the metrics read:
+// rows_written and bytes_out (counted per job), kafka_lag (an ingest's
+// unread records by partition: sluice_kafka_lag_records) and small_files
+// (by table, the files of its current version under a quarter of its
+// target size: sluice_table_small_files).
 type summaryMetrics struct {
 	RowsWritten *float64           `json:"rows_written"`
 	BytesOut    *float64           `json:"bytes_out"`
