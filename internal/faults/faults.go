@@ -63,6 +63,11 @@ type Config struct {
 	// StaleFor is how long after a Put a listing may miss the key. Zero:
 	// 5s.
 	StaleFor time.Duration
+	// MaxInARow, when above zero, is how many calls of one operation on
+	// one key in a row may be faulted: the next one passes. It makes a
+	// mix of retryable faults retryable for certain, whatever the draws,
+	// for a client that retries more times than this. Zero: no limit.
+	MaxInARow int
 }
 
 // Injector decides faults and counts them. It is safe for concurrent use.
@@ -72,6 +77,7 @@ type Injector struct {
 
 	mu     sync.Mutex
 	calls  map[string]uint64 // op+key -> calls so far
+	inARow map[string]int    // op+key -> faulted calls in a row, just before
 	counts map[Kind]int64
 }
 
@@ -88,7 +94,7 @@ func New(cfg Config) *Injector {
 		rates[k] = clamp(r)
 	}
 	cfg.Rates = rates
-	in := &Injector{cfg: cfg, calls: map[string]uint64{}, counts: map[Kind]int64{}}
+	in := &Injector{cfg: cfg, calls: map[string]uint64{}, inARow: map[string]int{}, counts: map[Kind]int64{}}
 	in.enabled.Store(true)
 	return in
 }
@@ -132,7 +138,8 @@ func (in *Injector) String() string {
 
 // pick returns the first of kinds this call (the next call of op on key)
 // gets, or "" for none, and counts it, with the call's number. Every call
-// of op on key advances the number, faulted or not.
+// of op on key advances the number, faulted or not; past Config.MaxInARow
+// faulted calls in a row, the next passes.
 func (in *Injector) pick(op, key string, kinds ...Kind) (Kind, uint64) {
 	if !in.enabled.Load() {
 		return "", 0
@@ -142,6 +149,10 @@ func (in *Injector) pick(op, key string, kinds ...Kind) (Kind, uint64) {
 	id := op + "\x00" + key
 	n := in.calls[id]
 	in.calls[id] = n + 1
+	if max := in.cfg.MaxInARow; max > 0 && in.inARow[id] >= max {
+		delete(in.inARow, id)
+		return "", n
+	}
 	for _, k := range kinds {
 		rate := in.cfg.Rates[k]
 		if rate <= 0 {
@@ -149,9 +160,11 @@ func (in *Injector) pick(op, key string, kinds ...Kind) (Kind, uint64) {
 		}
 		if in.draw(k, id, n) < rate {
 			in.counts[k]++
+			in.inARow[id]++
 			return k, n
 		}
 	}
+	delete(in.inARow, id)
 	return "", n
 }
 

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -128,6 +129,28 @@ func TestDiskFaultsNameTheFile(t *testing.T) {
 		if _, err := base.Stat(ctx, "p/f.parquet"); !errors.Is(err, cloud.ErrNotFound) {
 			t.Errorf("%s: Stat: %v; nothing was written", kind, err)
 		}
+	}
+}
+
+// With MaxInARow, a key faulted that many times in a row passes on the
+// next call, and the run starts again after it; other keys keep their own.
+func TestMaxInARowLetsTheNextCallThrough(t *testing.T) {
+	ctx := context.Background()
+	base := localStore(t)
+	in := faults.New(faults.Config{Seed: 1, MaxInARow: 2, Rates: map[faults.Kind]float64{faults.IOError: 1}})
+	st := in.Store(base)
+	var got []bool
+	for range 6 {
+		got = append(got, putBytes(ctx, st, "p/a", []byte("x"), cloud.PutOptions{}) == nil)
+	}
+	if want := []bool{false, false, true, false, false, true}; !slices.Equal(got, want) {
+		t.Errorf("puts of one key succeeded %v; want %v", got, want)
+	}
+	if err := putBytes(ctx, st, "p/b", []byte("x"), cloud.PutOptions{}); !errors.Is(err, syscall.EIO) {
+		t.Errorf("first put of another key: %v; want EIO", err)
+	}
+	if n := in.Counts()[faults.IOError]; n != 5 {
+		t.Errorf("%d faults counted; want 5", n)
 	}
 }
 
