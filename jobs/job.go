@@ -93,6 +93,19 @@ func (e Env) progress(name string) Progress {
 	return noProgress{}
 }
 
+// begin validates j's options and opens the table at loc it works on;
+// its error is classified.
+func (e Env) begin(ctx context.Context, j Job, loc string) (*catalog.Table, error) {
+	if err := j.Validate(); err != nil {
+		return nil, classify(err)
+	}
+	t, err := e.open(ctx, loc)
+	if err != nil {
+		return nil, classify(err)
+	}
+	return t, nil
+}
+
 // open opens the table at loc with the env's logger and observers.
 func (e Env) open(ctx context.Context, loc string) (*catalog.Table, error) {
 	return catalog.Open(ctx, loc, catalog.Options{Logger: e.Logger, Observers: e.Observers})

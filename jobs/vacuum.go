@@ -72,12 +72,9 @@ func (r VacuumResult) Warnings() []string { return r.Warns }
 // files its retained snapshots reference (Env.MirrorKeep).
 func (o *Vacuum) Run(ctx context.Context, env Env) (Result, error) {
 	res := VacuumResult{Command: "vacuum", Table: cloud.Redact(o.Table), DryRun: o.DryRun, Deleted: []string{}}
-	if err := o.Validate(); err != nil {
-		return &res, classify(err)
-	}
-	t, err := env.open(ctx, o.Table)
+	t, err := env.begin(ctx, o, o.Table)
 	if err != nil {
-		return &res, classify(err)
+		return &res, err
 	}
 	defer t.Close()
 	var keep func(context.Context, time.Time) (map[string]bool, error)
