@@ -61,7 +61,7 @@ events_table() {
   if [ "$IMPORTED" != 1 ]; then
     "$SLUICE" init "$1/events" --schema "$SCHEMA" --partition-by 'day(ts)' > /dev/null
   fi
-  "$SLUICE" import "$1/events" --from "$1/events" > /dev/null
+  "$SLUICE" import -q "$1/events" --from "$1/events" > /dev/null
 }
 # rollup OUT DIR [ARGS...]: sluice rollup of DIR's events and snapshot into
 # OUT, its JSON summary in $DATA/r.json and time -v report in $DATA/r.time.
@@ -146,7 +146,7 @@ step() {
 }
 add_days() { # FROM TO TAG [PER_DAY FILES]
   node bench/gen-rollup-events.mjs "$WORK/events" "${4:-$PER_DAY}" "$1" "$2" "${5:-$INC_FILES}" "$LISTS" "$3" > /dev/null
-  "$SLUICE" import "$WORK/events" --from "$WORK/events" > /dev/null
+  "$SLUICE" import -q "$WORK/events" --from "$WORK/events" > /dev/null
 }
 printf '\nincremental: %s events a day, %s files a day, %s lists\n' "$PER_DAY" "$INC_FILES" "$LISTS"
 printf '%-26s %9s %12s %10s %12s %9s %s\n' run seconds peak_rss_kb events_read cells_restated partitions every_round_s
