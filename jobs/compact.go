@@ -138,12 +138,9 @@ func (r CompactResult) Warnings() []string { return r.Warns }
 // error then joins the failures, and the result counts what committed.
 func (o *Compact) Run(ctx context.Context, env Env) (Result, error) {
 	res := CompactResult{Command: "compact", Table: cloud.Redact(o.Table), DryRun: o.DryRun, Versions: []int64{}, Dropped: []string{}}
-	if err := o.Validate(); err != nil {
-		return &res, classify(err)
-	}
-	t, err := env.open(ctx, o.Table)
+	t, err := env.begin(ctx, o, o.Table)
 	if err != nil {
-		return &res, classify(err)
+		return &res, err
 	}
 	defer t.Close()
 	bar := env.progress("compacting")

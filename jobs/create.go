@@ -82,12 +82,9 @@ func (CreateResult) Warnings() []string { return nil }
 // Run creates the table; catalog.ErrTableExists when there is one.
 func (o *Create) Run(ctx context.Context, env Env) (Result, error) {
 	res := CreateResult{Command: "init", Table: cloud.Redact(o.Table)}
-	if err := o.Validate(); err != nil {
-		return &res, classify(err)
-	}
-	t, err := env.open(ctx, o.Table)
+	t, err := env.begin(ctx, o, o.Table)
 	if err != nil {
-		return &res, classify(err)
+		return &res, err
 	}
 	defer t.Close()
 	m, err := t.Create(ctx, o.schema, o.spec, o.props, env.RunID)

@@ -202,12 +202,9 @@ func (r IngestResult) Warnings() []string { return r.Warns }
 func (o *Ingest) Run(ctx context.Context, env Env) (Result, error) {
 	start := time.Now()
 	res := IngestResult{Command: "ingest", Table: cloud.Redact(o.Table), Source: cloud.Redact(o.From), kafka: o.kafka(), Partitions: []string{}}
-	if err := o.Validate(); err != nil {
-		return &res, classify(err)
-	}
-	t, err := env.open(ctx, o.Table)
+	t, err := env.begin(ctx, o, o.Table)
 	if err != nil {
-		return &res, classify(err)
+		return &res, err
 	}
 	defer t.Close()
 	what := "ingesting files"

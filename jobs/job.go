@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/pflag"
@@ -54,6 +55,12 @@ type Env struct {
 	// Observers are given to every table the job opens (catalog
 	// Options.Observers): the Iceberg mirror.
 	Observers []catalog.CommitObserver
+	// MirrorKeep, when set, gives a vacuum of t (named table, as the user
+	// spelled it) what the table's mirror needs: the files its retained
+	// snapshots reference (catalog VacuumOptions.Keep, nil when t has no
+	// mirror) and a report for the summary's "iceberg". An error refuses
+	// the vacuum: it could not tell which files the mirror needs.
+	MirrorKeep func(ctx context.Context, t *catalog.Table, table string, dryRun bool) (keep func(context.Context, time.Time) (map[string]bool, error), report map[string]any, err error)
 }
 
 // Progress reports how far a phase is.
@@ -84,6 +91,19 @@ func (e Env) progress(name string) Progress {
 		return p
 	}
 	return noProgress{}
+}
+
+// begin validates j's options and opens the table at loc it works on;
+// its error is classified.
+func (e Env) begin(ctx context.Context, j Job, loc string) (*catalog.Table, error) {
+	if err := j.Validate(); err != nil {
+		return nil, classify(err)
+	}
+	t, err := e.open(ctx, loc)
+	if err != nil {
+		return nil, classify(err)
+	}
+	return t, nil
 }
 
 // open opens the table at loc with the env's logger and observers.

@@ -49,6 +49,7 @@ func (o *Ingest) targetTable() *string  { return &o.Table }
 func (o *Compact) targetTable() *string { return &o.Table }
 func (o *Publish) targetTable() *string { return &o.Table }
 func (o *Rollup) targetTable() *string  { return &o.Out }
+func (o *Vacuum) targetTable() *string  { return &o.Table }
 
 // Kinds returns the kinds a pipeline file may name, each running its Job
 // in process with env (its RunID and a logger line's run set per run).
@@ -63,6 +64,8 @@ func Kinds(env Env) map[string]scheduler.Kind {
 			checkJob: rollupZone, interval: rollupInterval, small: true},
 		{name: "publish", new: func() Job { return &Publish{} }, target: "table", tables: []string{"table"},
 			required: []string{"table", "to", "as"}},
+		{name: "vacuum", new: func() Job { return &Vacuum{} }, target: "table", tables: []string{"table"},
+			required: []string{"table"}},
 	}
 	out := map[string]scheduler.Kind{}
 	for _, k := range ks {

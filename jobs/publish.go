@@ -89,12 +89,9 @@ func (PublishResult) Warnings() []string { return nil }
 // Run publishes.
 func (o *Publish) Run(ctx context.Context, env Env) (Result, error) {
 	res := PublishResult{Command: "publish", Table: cloud.Redact(o.Table)}
-	if err := o.Validate(); err != nil {
-		return &res, classify(err)
-	}
-	t, err := env.open(ctx, o.Table)
+	t, err := env.begin(ctx, o, o.Table)
 	if err != nil {
-		return &res, classify(err)
+		return &res, err
 	}
 	defer t.Close()
 	bar := env.progress("publishing")

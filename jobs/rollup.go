@@ -140,12 +140,9 @@ func (r RollupResult) Warnings() []string { return r.Warns }
 // Run rolls up.
 func (o *Rollup) Run(ctx context.Context, env Env) (Result, error) {
 	res := RollupResult{Command: "rollup", Table: o.Out}
-	if err := o.Validate(); err != nil {
-		return &res, classify(err)
-	}
-	t, err := env.open(ctx, o.Out)
+	t, err := env.begin(ctx, o, o.Out)
 	if err != nil {
-		return &res, classify(err)
+		return &res, err
 	}
 	defer t.Close()
 	bar := env.progress("rolling up")

@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/spf13/cobra"
-
 	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/iceberg"
 )
@@ -20,13 +18,13 @@ import (
 // settings cannot be read, or whose folder holds a mirror they do not
 // record, is refused: vacuum could not tell which files the mirror's
 // snapshots reference.
-func (a *app) icebergVacuum(cmd *cobra.Command, t *catalog.Table, table string, dryRun bool) (func(context.Context, time.Time) (map[string]bool, error), map[string]any, error) {
-	set, ok, err := iceberg.ReadSettings(cmd.Context(), t)
+func (a *app) icebergVacuum(ctx context.Context, t *catalog.Table, table string, dryRun bool) (func(context.Context, time.Time) (map[string]bool, error), map[string]any, error) {
+	set, ok, err := iceberg.ReadSettings(ctx, t)
 	if err != nil {
 		return nil, nil, fmt.Errorf("vacuum %s: the Iceberg mirror's settings: %w (vacuum cannot tell which files the mirror's snapshots reference)", table, err)
 	}
 	if !ok {
-		if err := iceberg.CheckRecorded(cmd.Context(), t); err != nil {
+		if err := iceberg.CheckRecorded(ctx, t); err != nil {
 			return nil, nil, fmt.Errorf("vacuum %s: %w, so vacuum cannot tell which files its snapshots reference: %s", table, err, recordAdvice(table))
 		}
 		return nil, nil, nil
@@ -84,18 +82,6 @@ func mirrorAdvice(t *catalog.Table, table string, err error) error {
 		return fmt.Errorf("%w: %s", err, recordAdvice(table))
 	}
 	return err
-}
-
-// addMirrorReport puts a vacuum's mirror report into its --json summary
-// out, its failed sync into "warnings".
-func addMirrorReport(out, mirror map[string]any) {
-	if mirror == nil {
-		return
-	}
-	out["iceberg"] = mirror
-	if msg, ok := mirror["error"].(string); ok {
-		out["warnings"] = []string{"the Iceberg mirror was not synced (the next commit or 'sluice iceberg sync' retries): " + msg}
-	}
 }
 
 // postCommitSyncTimeout bounds the sync after a commit: a catalog that

@@ -5,8 +5,6 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/dustin/go-humanize"
 )
 
 // bufferedStdout buffers line output: listing 100,000 files one write a
@@ -28,8 +26,3 @@ func textName(s string) string {
 }
 
 func notPrintable(r rune) bool { return !strconv.IsPrint(r) }
-
-// sizeText spells n bytes as the size flags take them and every help text
-// shows them, 256MiB: humanize's "256 MiB" copied after a flag would be
-// two arguments.
-func sizeText(n uint64) string { return strings.ReplaceAll(humanize.IBytes(n), " ", "") }

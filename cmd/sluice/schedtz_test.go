@@ -15,21 +15,7 @@ import (
 // equals rollup --tz America/New_York by hand, not the UTC one.
 func TestRollupJobTakesItsScheduleZone(t *testing.T) {
 	lake, dir := t.TempDir(), t.TempDir()
-	// The sample, landed on 2024-05-03 (a scheduled ingest stops at its
-	// interval's end).
-	sample := filepath.Join(dir, "landing")
-	if err := os.CopyFS(sample, os.DirFS(filepath.Join(repoRoot(t), "testdata", "sample", "events"))); err != nil {
-		t.Fatal(err)
-	}
-	landed := time.Date(2024, 5, 3, 12, 0, 0, 0, time.UTC)
-	if err := filepath.WalkDir(sample, func(p string, _ fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		return os.Chtimes(p, landed, landed)
-	}); err != nil {
-		t.Fatal(err)
-	}
+	sample := landSample(t, dir)
 	snapshot := filepath.Join(repoRoot(t), "testdata", "pipelines", "demo-snapshot.csv")
 	cfg := filepath.Join(dir, "ny.yaml")
 	src := fmt.Sprintf(`lake: %[1]s
@@ -75,19 +61,7 @@ jobs:
 // it counted UTC days and stopped a day short of the local one.
 func TestRollupJobWithoutCronTZTakesTheHostZone(t *testing.T) {
 	lake, dir := t.TempDir(), t.TempDir()
-	sample := filepath.Join(dir, "landing")
-	if err := os.CopyFS(sample, os.DirFS(filepath.Join(repoRoot(t), "testdata", "sample", "events"))); err != nil {
-		t.Fatal(err)
-	}
-	landed := time.Date(2024, 5, 3, 12, 0, 0, 0, time.UTC)
-	if err := filepath.WalkDir(sample, func(p string, _ fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		return os.Chtimes(p, landed, landed)
-	}); err != nil {
-		t.Fatal(err)
-	}
+	sample := landSample(t, dir)
 	snapshot := filepath.Join(repoRoot(t), "testdata", "pipelines", "demo-snapshot.csv")
 	cfg := filepath.Join(dir, "local.yaml")
 	src := fmt.Sprintf(`lake: %[1]s
@@ -136,4 +110,25 @@ jobs:
 	if v.code != 1 || !strings.Contains(v.stderr, "jobs.rollup-local.rollup.tz: Europe/Paris differs from the zone the job's schedule ticks in (the host's zone, America/New_York") {
 		t.Errorf("validate with a tz unlike the schedule's: exit %d, %s", v.code, v.stderr)
 	}
+}
+
+// landSample copies the sample events into dir/landing, landed on
+// 2024-05-03 (a scheduled ingest stops at its interval's end), and
+// returns that folder.
+func landSample(t *testing.T, dir string) string {
+	t.Helper()
+	sample := filepath.Join(dir, "landing")
+	if err := os.CopyFS(sample, os.DirFS(filepath.Join(repoRoot(t), "testdata", "sample", "events"))); err != nil {
+		t.Fatal(err)
+	}
+	landed := time.Date(2024, 5, 3, 12, 0, 0, 0, time.UTC)
+	if err := filepath.WalkDir(sample, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Chtimes(p, landed, landed)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return sample
 }

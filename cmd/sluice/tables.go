@@ -366,8 +366,7 @@ exists (vacuumed, or deleted from the folder an import adopted it in).`,
 }
 
 func (a *app) vacuumCommand() *cobra.Command {
-	var retain time.Duration
-	var dryRun, force bool
+	var o jobs.Vacuum
 	cmd := &cobra.Command{
 		Use:   "vacuum TABLE [--retain 168h] [--dry-run]",
 		Short: "Delete data files no retained version references",
@@ -388,52 +387,20 @@ deletes every file it does not reference. --dry-run lists what would be
 deleted.`,
 		Args: exactArgs(1, "TABLE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if retain < 0 {
-				return usageError{cmd: "vacuum", err: fmt.Errorf("vacuum: --retain %s: %w", retain, catalog.ErrNegativeRetention)}
-			}
-			t, err := a.openTable(cmd, args[0])
-			if err != nil {
+			o.Table = args[0]
+			if err := a.runJob(cmd, &o); err != nil {
 				return err
 			}
-			defer t.Close()
-			keep, mirror, err := a.icebergVacuum(cmd, t, args[0], dryRun)
-			if err != nil {
-				return err
-			}
-			res, err := t.Vacuum(cmd.Context(), catalog.VacuumOptions{Retain: retain, Force: force, DryRun: dryRun, Keep: keep})
-			if err != nil {
-				return err
-			}
-			if a.jsonOut {
-				out := map[string]any{"command": "vacuum", "table": args[0], "dry_run": dryRun,
-					"files_deleted": len(res.Deleted), "bytes_deleted": res.Bytes, "deleted": orEmpty(res.Deleted),
-					"retained_versions": res.RetainedVersions}
-				addMirrorReport(out, mirror)
-				return a.summary(out)
-			}
-			if dryRun {
+			if res, ok := a.result.(*jobs.VacuumResult); ok && o.DryRun && !a.jsonOut {
 				w := bufferedStdout(a)
 				for _, d := range res.Deleted {
 					fmt.Fprintln(w, textName(d))
 				}
-				if err := w.Flush(); err != nil {
-					return err
-				}
+				return w.Flush()
 			}
-			verb := "deleted"
-			if dryRun {
-				verb = "would delete"
-			}
-			line := fmt.Sprintf("vacuum %s: %s %d files (%s), %d versions retained", textName(args[0]), verb, len(res.Deleted), sizeText(uint64(res.Bytes)), res.RetainedVersions)
-			if msg, ok := mirror["error"].(string); ok {
-				line += "; warning: the Iceberg mirror was not synced (the next commit or 'sluice iceberg sync' retries): " + msg
-			}
-			a.line("%s", line)
 			return nil
 		},
 	}
-	cmd.Flags().DurationVar(&retain, "retain", catalog.DefaultRetention, "keep versions committed and files written within this age (0 with --force: only the latest)")
-	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "list what would be deleted, delete nothing")
-	cmd.Flags().BoolVar(&force, "force", false, "allow a retention under 24h")
+	o.Bind(cmd.Flags())
 	return cmd
 }

@@ -126,7 +126,7 @@ jobs:
     vacuum: {table: events, retain: -1h}
 `), 0o644)
 	r := sluice(t, nil, "validate", "--config", cfg)
-	if r.code != 1 || !strings.Contains(r.stderr, "p.yaml:10:29: jobs.vac.vacuum.retain: -1h: retention is negative") {
+	if r.code != 1 || !strings.Contains(r.stderr, "p.yaml:10:29: jobs.vac.vacuum.retain: -1h0m0s: retention is negative") {
 		t.Fatalf("validate: exit %d, %s", r.code, r.stderr)
 	}
 	os.WriteFile(cfg, []byte(strings.Replace(string(must(os.ReadFile(cfg))), "retain: -1h", "retain: 168h", 1)), 0o644)

@@ -1,0 +1,92 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/sluice-data/sluice/catalog"
+	"github.com/sluice-data/sluice/cloud"
+)
+
+// Vacuum deletes the data files no retained version (nor a mirror's
+// retained snapshot) references.
+type Vacuum struct {
+	Table  string
+	Retain time.Duration
+	DryRun bool
+	Force  bool
+}
+
+// Kind is "vacuum".
+func (*Vacuum) Kind() string { return "vacuum" }
+
+// Bind registers vacuum's flags.
+func (o *Vacuum) Bind(fs *pflag.FlagSet) {
+	fs.DurationVar(&o.Retain, "retain", catalog.DefaultRetention, "keep versions committed and files written within this age (0 with --force: only the latest)")
+	fs.BoolVar(&o.DryRun, "dry-run", false, "list what would be deleted, delete nothing")
+	fs.BoolVar(&o.Force, "force", false, "allow a retention under 24h")
+}
+
+// Validate refuses a negative retention, and one under a day without
+// --force: a writer may still be about to commit the files it wrote.
+func (o *Vacuum) Validate() error {
+	switch {
+	case o.Retain < 0:
+		return bad("retain", "%s: %v", o.Retain, catalog.ErrNegativeRetention)
+	case o.Retain < catalog.MinRetention && !o.Force:
+		return bad("retain", "%s: %v (give --force if no writer or reader can still be using older files)", o.Retain, catalog.ErrRetentionTooShort)
+	}
+	return nil
+}
+
+// VacuumResult is what a vacuum did; it is the --json summary.
+type VacuumResult struct {
+	Command          string         `json:"command"`
+	Table            string         `json:"table"`
+	DryRun           bool           `json:"dry_run"`
+	FilesDeleted     int            `json:"files_deleted"`
+	BytesDeleted     int64          `json:"bytes_deleted"`
+	Deleted          []string       `json:"deleted"`
+	RetainedVersions int            `json:"retained_versions"`
+	Iceberg          map[string]any `json:"iceberg,omitempty"`
+	Warns            []string       `json:"warnings,omitempty"`
+}
+
+// Line says what was deleted.
+func (r VacuumResult) Line() string {
+	verb := "deleted"
+	if r.DryRun {
+		verb = "would delete"
+	}
+	return withWarnings(fmt.Sprintf("vacuum %s: %s %d files (%s), %d versions retained",
+		r.Table, verb, r.FilesDeleted, sizeText(r.BytesDeleted), r.RetainedVersions), r.Warns)
+}
+
+// Warnings are the run's warnings: a mirror that could not be synced first.
+func (r VacuumResult) Warnings() []string { return r.Warns }
+
+// Run vacuums: the table's mirror, if it has one, first tells which
+// files its retained snapshots reference (Env.MirrorKeep).
+func (o *Vacuum) Run(ctx context.Context, env Env) (Result, error) {
+	res := VacuumResult{Command: "vacuum", Table: cloud.Redact(o.Table), DryRun: o.DryRun, Deleted: []string{}}
+	t, err := env.begin(ctx, o, o.Table)
+	if err != nil {
+		return &res, err
+	}
+	defer t.Close()
+	var keep func(context.Context, time.Time) (map[string]bool, error)
+	if env.MirrorKeep != nil {
+		if keep, res.Iceberg, err = env.MirrorKeep(ctx, t, o.Table, o.DryRun); err != nil {
+			return &res, classify(err)
+		}
+	}
+	r, err := t.Vacuum(ctx, catalog.VacuumOptions{Retain: o.Retain, Force: o.Force, DryRun: o.DryRun, Keep: keep})
+	res.FilesDeleted, res.BytesDeleted, res.Deleted, res.RetainedVersions = len(r.Deleted), r.Bytes, orEmpty(r.Deleted), r.RetainedVersions
+	if msg, ok := res.Iceberg["error"].(string); ok {
+		res.Warns = append(res.Warns, "the Iceberg mirror was not synced (the next commit or 'sluice iceberg sync' retries): "+msg)
+	}
+	return &res, classify(err)
+}
