@@ -119,6 +119,10 @@ var ErrBadOption = errors.New("bad option")
 type BadOption struct {
 	Flag string
 	Msg  string
+	// Unsafe says the value is well formed but refused as unsafe (a
+	// vacuum retention under a day without --force): on the command
+	// line a failure, not a usage mistake.
+	Unsafe bool
 }
 
 func (e *BadOption) Error() string { return "--" + e.Flag + " " + e.Msg }

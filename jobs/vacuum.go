@@ -37,7 +37,8 @@ func (o *Vacuum) Validate() error {
 	case o.Retain < 0:
 		return bad("retain", "%s: %v", o.Retain, catalog.ErrNegativeRetention)
 	case o.Retain < catalog.MinRetention && !o.Force:
-		return bad("retain", "%s: %v (give --force if no writer or reader can still be using older files)", o.Retain, catalog.ErrRetentionTooShort)
+		return &BadOption{Flag: "retain", Unsafe: true,
+			Msg: fmt.Sprintf("%s: %v (give --force if no writer or reader can still be using older files)", o.Retain, catalog.ErrRetentionTooShort)}
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -19,12 +20,18 @@ func (a *app) env() jobs.Env {
 }
 
 // runJob runs the command's job as the process's only job: its options
-// checked (a bad one is a usage error), the process tuned for it, then
-// run; its result is the --json summary, and on success, unless --json
+// checked (a bad one is a usage error, an unsafe one a failure), the
+// process tuned for it, then run; its result is the --json summary, and on success, unless --json
 // or -q, one line on stderr says what it did, with its warnings.
 func (a *app) runJob(cmd *cobra.Command, job jobs.Job) error {
 	if err := job.Validate(); err != nil {
-		return usageError{cmd: cmd.Name(), err: fmt.Errorf("%s: %s", cmd.Name(), cloud.OneLine(strings.ReplaceAll(err.Error(), "\n", "; "), 0))}
+		var bo *jobs.BadOption
+		unsafe := errors.As(err, &bo) && bo.Unsafe
+		err = fmt.Errorf("%s: %s", cmd.Name(), cloud.OneLine(strings.ReplaceAll(err.Error(), "\n", "; "), 0))
+		if unsafe {
+			return err
+		}
+		return usageError{cmd: cmd.Name(), err: err}
 	}
 	jobs.TuneFor(job)
 	res, err := job.Run(cmd.Context(), a.env())

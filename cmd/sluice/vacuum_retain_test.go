@@ -64,11 +64,11 @@ func countExisting(files []string) int {
 // reference goes.
 func TestVacuumRetainZeroMeansZero(t *testing.T) {
 	dir, replaced := compactedSample(t)
-	// A retention the options refuse is a usage error (exit 2), checked
-	// before the table is opened, as validate checks it in a pipeline.
+	// A retention under a day is refused as unsafe (exit 1, one line),
+	// before the table is opened, as validate refuses it in a pipeline.
 	r := sluice(t, nil, "vacuum", dir, "--retain", "0")
-	if r.code != 2 || !strings.Contains(r.stderr, "24h") || !strings.Contains(r.stderr, "--force") {
-		t.Fatalf("vacuum --retain 0: exit %d, %s; want 2 naming 24h and --force", r.code, r.stderr)
+	if r.code != 1 || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, "24h") || !strings.Contains(r.stderr, "--force") {
+		t.Fatalf("vacuum --retain 0: exit %d, %s; want 1 and one line naming 24h and --force", r.code, r.stderr)
 	}
 	if n := countExisting(replaced); n != len(replaced) {
 		t.Fatalf("a refused vacuum deleted %d files", len(replaced)-n)
