@@ -121,15 +121,22 @@ func TestCompactMinFileAgeSkipsYoungFiles(t *testing.T) {
 // A table compacted once and then again, into larger files: the second
 // run stores the first's PLAIN pages as they are (pages_reused), and
 // DuckDB reads the same rows before and after both.
+//
+// A partition's second compaction takes its encodings from its first
+// input, in path order, which among one run's outputs is random; when
+// that is the small remainder that kept its dictionary, that partition
+// writes dictionaries and reuses nothing. With about 10 outputs in each
+// of 4 partitions, every partition does so about once in 10,000 runs
+// (with 5 in each of 2, once in 25: it failed CI).
 func TestCompactingTwiceReusesPages(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "events")
-	writeSmallFiles(t, dir, 2, 24, 4000)
+	writeSmallFiles(t, dir, 4, 24, 4000)
 	want := tableRead(t, dir)
-	mustSluice(t, "compact", dir, "--target-file-size", "64KiB", "--include-current")
+	mustSluice(t, "compact", dir, "--target-file-size", "32KiB", "--include-current")
 	again := summaryOf(t, mustSluice(t, "compact", dir, "--target-file-size", "16MiB", "--min-input-files", "2", "--include-current", "--json"))
 	num := func(k string) float64 { v, _ := again[k].(float64); return v } // 0 when absent
 	filesIn, filesOut, reused := num("files_in"), num("files_out"), num("pages_reused")
-	if filesIn < 4 || filesOut != 2 || reused == 0 {
+	if filesIn < 8 || filesOut != 4 || reused == 0 {
 		t.Fatalf("second compaction: %v", again)
 	}
 	got := duckRead(t, lines(mustSluice(t, "files", dir).stdout))
