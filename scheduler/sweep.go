@@ -23,12 +23,17 @@ const (
 )
 
 // sweepLoop runs sweep now and then every lease TTL until ctx ends;
-// first is called after the first sweep dispatched what it found.
+// first is called after the first sweep dispatched what it found. The
+// next sweep is due a TTL after this one began, not after it ended: a
+// slow sweep does not stretch the period, and a clock that moves while
+// it runs (a fake one in tests) is not missed.
 func (s *Server) sweepLoop(ctx context.Context, first func()) {
 	r := s.Runner
+	next := r.clock().Now().Add(r.ttl())
 	s.sweep(ctx)
 	first()
-	for sleep(ctx, r.clock(), r.ttl()) == nil {
+	for sleepUntil(ctx, r.clock(), next) == nil {
+		next = r.clock().Now().Add(r.ttl())
 		s.sweep(ctx)
 	}
 }
