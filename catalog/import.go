@@ -108,6 +108,43 @@ type ImportOptions struct {
 	// the number read so far and the total. It is called from several
 	// goroutines.
 	Progress func(done, total int)
+	// Listed, when set, are the files to adopt as a table log names them
+	// (a Delta table's live files), instead of the Parquet files a listing
+	// of the folder finds.
+	Listed *Listed
+}
+
+// Listed are the live data files of a folder as its table log names them.
+type Listed struct {
+	// Log says which log, at which version, for messages: "the Delta log
+	// at version 7".
+	Log string
+	// PartitionKeys are the table's partition columns, in order.
+	PartitionKeys []string
+	// Files are the live files.
+	Files []ListedFile
+}
+
+// ListedFile is one live data file of a Listed.
+type ListedFile struct {
+	// Key is the file's key relative to the folder imported.
+	Key  string
+	Size int64
+	// PartitionValues has a value, nil for NULL, for every partition key.
+	PartitionValues map[string]*string
+}
+
+// hiveDir is the Hive folder of partition values vals under keys.
+func hiveDir(keys []string, vals map[string]*string) string {
+	segs := make([]string, len(keys))
+	for i, k := range keys {
+		v := HiveDefaultPartition
+		if p := vals[k]; p != nil {
+			v = hiveEscape(*p)
+		}
+		segs[i] = hiveEscape(k) + "=" + v
+	}
+	return strings.Join(segs, "/")
 }
 
 // Import adopts the Parquet files under the folder from into the table, in
@@ -123,7 +160,8 @@ type ImportOptions struct {
 // are live (Delta Lake's _delta_log/, an Iceberg table's metadata/, a Spark
 // Structured Streaming sink's _spark_metadata/) is refused with
 // ErrTableLog, naming the log: a glob of it would bring back what the log
-// removed. Reading those logs is not done yet.
+// removed. ImportOptions.Listed gives the files such a log names live
+// instead, and they are adopted, with the partition values the log gives.
 func (t *Table) Import(ctx context.Context, from string, o ImportOptions) (ImportResult, error) {
 	var res ImportResult
 	src := t.store
@@ -135,7 +173,7 @@ func (t *Table) Import(ctx context.Context, from string, o ImportOptions) (Impor
 		}
 		defer src.Close()
 	}
-	cur, cands, keys, err := t.importCandidates(ctx, from, src, &res)
+	cur, cands, keys, err := t.importCandidates(ctx, from, src, o.Listed, &res)
 	if err != nil || len(cands) == 0 {
 		return res, err
 	}
@@ -193,8 +231,8 @@ type importCand struct {
 // returns the table's latest version cur (nil for none yet) and the files
 // the import may adopt into it, with their Hive partition keys, which must
 // be the same on every file and the table's. It counts what it finds and
-// skips in res.
-func (t *Table) importCandidates(ctx context.Context, from string, src cloud.Store, res *ImportResult) (cur *Manifest, cands []*importCand, keys []string, err error) {
+// skips in res. listed, when not nil, names the files instead of a listing.
+func (t *Table) importCandidates(ctx context.Context, from string, src cloud.Store, listed *Listed, res *ImportResult) (cur *Manifest, cands []*importCand, keys []string, err error) {
 	// Where the files live relative to the table: under its root (a
 	// relative path) or elsewhere (an absolute location).
 	tr, fr := strings.TrimSuffix(t.store.URL(""), "/"), strings.TrimSuffix(src.URL(""), "/")
@@ -208,29 +246,17 @@ func (t *Table) importCandidates(ctx context.Context, from string, src cloud.Sto
 	}
 
 	var infos []cloud.ObjectInfo
-	var found *tableLog
-	errLog := errors.New("a table log") // stops the listing at the first one
-	err = src.List(ctx, "", func(o cloud.ObjectInfo) error {
-		if l, ok := findTableLog(o.Key); ok {
-			found = &l
-			return errLog
+	if listed != nil {
+		for _, f := range listed.Files {
+			infos = append(infos, cloud.ObjectInfo{Key: f.Key, Size: f.Size})
 		}
-		if isDataFile(o.Key) {
-			infos = append(infos, o)
+		if len(infos) == 0 {
+			return nil, nil, nil, fmt.Errorf("import %s: %s has no live files", from, listed.Log)
 		}
-		return nil
-	})
-	if found != nil {
-		return nil, nil, nil, fmt.Errorf("import %s: %s is %s: it, not the folder's files, says which are live (%s): %w",
-			from, src.URL(found.dir), found.what, found.why, ErrTableLog)
-	}
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("import %s: list: %w", from, err)
+	} else if infos, err = listDataFiles(ctx, from, src); err != nil {
+		return nil, nil, nil, err
 	}
 	res.FilesFound = len(infos)
-	if len(infos) == 0 {
-		return nil, nil, nil, fmt.Errorf("import %s: no Parquet files found", from)
-	}
 	cur, err = t.Latest(ctx)
 	if err != nil && !errors.Is(err, ErrTableNotFound) {
 		return nil, nil, nil, err
@@ -248,13 +274,19 @@ func (t *Table) importCandidates(ctx context.Context, from string, src cloud.Sto
 
 	// Partition keys must be the same on every file.
 	for i, o := range infos {
-		dir := path.Dir(o.Key)
-		if dir == "." {
-			dir = ""
-		}
-		ks, vals, err := parseHivePath(dir)
-		if err != nil {
-			return nil, nil, nil, fmt.Errorf("import %s: %s: %w", from, src.URL(o.Key), err)
+		var dir string
+		var ks []string
+		var vals map[string]*string
+		if listed != nil {
+			ks, vals = listed.PartitionKeys, listed.Files[i].PartitionValues
+			dir = hiveDir(ks, vals)
+		} else {
+			if dir = path.Dir(o.Key); dir == "." {
+				dir = ""
+			}
+			if ks, vals, err = parseHivePath(dir); err != nil {
+				return nil, nil, nil, fmt.Errorf("import %s: %s: %w", from, src.URL(o.Key), err)
+			}
 		}
 		if i == 0 {
 			keys = ks
@@ -285,6 +317,36 @@ func (t *Table) importCandidates(ctx context.Context, from string, src cloud.Sto
 		return nil, nil, nil, fmt.Errorf("import %s: %w", from, err)
 	}
 	return cur, cands, keys, nil
+}
+
+// listDataFiles lists the data files under src (the folder from),
+// refusing a folder that is or holds a table whose log says which files
+// are live.
+func listDataFiles(ctx context.Context, from string, src cloud.Store) ([]cloud.ObjectInfo, error) {
+	var infos []cloud.ObjectInfo
+	var found *tableLog
+	errLog := errors.New("a table log") // stops the listing at the first one
+	err := src.List(ctx, "", func(o cloud.ObjectInfo) error {
+		if l, ok := findTableLog(o.Key); ok {
+			found = &l
+			return errLog
+		}
+		if isDataFile(o.Key) {
+			infos = append(infos, o)
+		}
+		return nil
+	})
+	if found != nil {
+		return nil, fmt.Errorf("import %s: %s is %s: it, not the folder's files, says which are live (%s): %w",
+			from, src.URL(found.dir), found.what, found.why, ErrTableLog)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("import %s: list: %w", from, err)
+	}
+	if len(infos) == 0 {
+		return nil, fmt.Errorf("import %s: no Parquet files found", from)
+	}
+	return infos, nil
 }
 
 // dropKnownFiles removes from cands, which are not live at version cur,

@@ -10,6 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluice-data/sluice/catalog"
+	"github.com/sluice-data/sluice/cloud"
+	"github.com/sluice-data/sluice/delta"
 	"github.com/sluice-data/sluice/jobs"
 )
 
@@ -44,8 +46,9 @@ of a date or timestamp column.`,
 
 func (a *app) importCommand() *cobra.Command {
 	var from string
+	var version int64
 	cmd := &cobra.Command{
-		Use:   "import TABLE --from DIR",
+		Use:   "import TABLE --from DIR [--version N]",
 		Short: "Adopt existing Parquet files (Hive layout) into a table, in place",
 		Long: `Adopt the Parquet files under DIR into TABLE without rewriting them.
 
@@ -59,11 +62,17 @@ is a file sluice wrote under TABLE that no version lists (the output of a
 crashed or running writer): vacuum removes those. Folders and files starting with _ or . are
 skipped, as Spark and Delta use them for metadata.
 
-A folder that is, or holds, a table whose log says which files are live is
-refused, naming the log: Delta Lake's _delta_log/, an Iceberg table's
+A Delta Lake table (DIR holds _delta_log/) is adopted as its log says:
+exactly the files live at its latest version (or --version N), with the
+partition values the log gives, never a file a DELETE, MERGE, OPTIMIZE or
+overwrite removed. A Delta table using deletion vectors, column mapping or
+a reader feature sluice does not know is refused, naming the feature.
+
+Any other folder that is, or holds, a table whose log says which files are
+live is refused, naming the log: an Iceberg table's
 metadata/*.metadata.json, a Spark Structured Streaming sink's
-_spark_metadata/. Globbing it would bring back rows the log deleted (or a
-failed batch's output), and sluice cannot read those logs yet.`,
+_spark_metadata/, a Delta log nested below DIR. Globbing it would bring
+back rows the log deleted (or a failed batch's output).`,
 		Example: `  sluice import ./lake/events --from ./lake/events`,
 		Args:    exactArgs(1, "TABLE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -75,8 +84,13 @@ failed batch's output), and sluice cannot read those logs yet.`,
 				return err
 			}
 			defer t.Close()
+			listed, err := deltaListed(cmd, from, version)
+			if err != nil {
+				return err
+			}
 			bar := a.progress("reading footers")
-			res, err := t.Import(cmd.Context(), from, catalog.ImportOptions{RunID: a.runID, Progress: func(done, total int) { bar.Set(int64(done), int64(total)) }})
+			res, err := t.Import(cmd.Context(), from, catalog.ImportOptions{RunID: a.runID, Listed: listed,
+				Progress: func(done, total int) { bar.Set(int64(done), int64(total)) }})
 			bar.Done()
 			if err != nil {
 				return err
@@ -98,7 +112,42 @@ failed batch's output), and sluice cannot read those logs yet.`,
 		},
 	}
 	cmd.Flags().StringVar(&from, "from", "", "folder of Parquet files to adopt (path, file://, s3://, az://)")
+	cmd.Flags().Int64Var(&version, "version", -1, "of a Delta table: adopt the files live at this version (default: the latest)")
 	return cmd
+}
+
+// deltaListed returns the live files of the Delta table at from, at
+// version (-1: the latest), or nil when from is no Delta table. A
+// --version on a folder that is not one is a usage error.
+func deltaListed(cmd *cobra.Command, from string, version int64) (*catalog.Listed, error) {
+	ctx := cmd.Context()
+	st, err := cloud.Open(ctx, from)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	ok, err := delta.IsDelta(ctx, st)
+	if err != nil {
+		return nil, fmt.Errorf("import %s: %w", from, err)
+	}
+	if !ok {
+		if cmd.Flags().Changed("version") {
+			return nil, usageError{cmd: "import", err: fmt.Errorf("import: --version: %s is not a Delta table (no commit in _delta_log/)", from)}
+		}
+		return nil, nil
+	}
+	if version < 0 && cmd.Flags().Changed("version") {
+		return nil, usageError{cmd: "import", err: fmt.Errorf("import: --version %d: want a version >= 0", version)}
+	}
+	snap, err := delta.New(st).Snapshot(ctx, version)
+	if err != nil {
+		return nil, fmt.Errorf("import %s: %w", from, err)
+	}
+	l, err := snap.Listed()
+	if err != nil {
+		return nil, fmt.Errorf("import %s: %w", from, err)
+	}
+	return l, nil
 }
 
 func (a *app) filesCommand() *cobra.Command {
