@@ -32,25 +32,7 @@ func deltaRead(t *testing.T, dir string, version int) duck {
 	return d
 }
 
-// dataRead reads files with DuckDB without Hive columns: the data columns
-// alone, as deltaRead reads a Delta table's files.
-func dataRead(t *testing.T, files []string) duck {
-	t.Helper()
-	list := filepath.Join(t.TempDir(), "files.txt")
-	if err := os.WriteFile(list, []byte(strings.Join(files, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command("node", filepath.Join(repoRoot(t), "tools", "duckrows.mjs"), "--list", list).Output()
-	if err != nil {
-		t.Fatalf("duckrows: %v: %s", err, stderrOf(err))
-	}
-	var d duck
-	if err := json.Unmarshal(out, &d); err != nil {
-		t.Fatalf("duckrows output %q: %v", out, err)
-	}
-	return d
-}
-
+// stderrOf is what a failed command printed on stderr.
 func stderrOf(err error) string {
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
