@@ -17,4 +17,7 @@ var (
 	// ErrUnsupportedFeature: the table uses a feature sluice does not
 	// read (deletion vectors, column mapping, an unknown reader feature).
 	ErrUnsupportedFeature = errors.New("unsupported Delta table feature")
+	// ErrConflict: another writer committed the version first, and what
+	// it did conflicts with the change (or the change was not rebased).
+	ErrConflict = errors.New("another writer's Delta commit conflicts")
 )

@@ -32,25 +32,7 @@ func deltaRead(t *testing.T, dir string, version int) duck {
 	return d
 }
 
-// dataRead reads files with DuckDB without Hive columns: the data columns
-// alone, as deltaRead reads a Delta table's files.
-func dataRead(t *testing.T, files []string) duck {
-	t.Helper()
-	list := filepath.Join(t.TempDir(), "files.txt")
-	if err := os.WriteFile(list, []byte(strings.Join(files, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command("node", filepath.Join(repoRoot(t), "tools", "duckrows.mjs"), "--list", list).Output()
-	if err != nil {
-		t.Fatalf("duckrows: %v: %s", err, stderrOf(err))
-	}
-	var d duck
-	if err := json.Unmarshal(out, &d); err != nil {
-		t.Fatalf("duckrows output %q: %v", out, err)
-	}
-	return d
-}
-
+// stderrOf is what a failed command printed on stderr.
 func stderrOf(err error) string {
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
@@ -142,4 +124,28 @@ func TestImportRefusesANestedDeltaTable(t *testing.T) {
 	if r := sluice(t, nil, "import", table, "--from", plain, "--version", "2"); r.code != 2 || !strings.Contains(r.stderr, "not a Delta table") {
 		t.Fatalf("import --version of a plain folder: exit %d, %s; want 2 saying it is not a Delta table", r.code, r.stderr)
 	}
+}
+
+// files lists a Delta table's live files, at the newest version and at
+// --version N (from 0), as the independent reader replays them: DuckDB
+// reads them to the same rows and checksum.
+func TestFilesOfADeltaTable(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "deletes")
+	copyDir(t, filepath.Join(repoRoot(t), "testdata", "delta", "basic-with-inserts-deletes-checkpoint"), dir)
+	for _, v := range []int{-1, 0, 4, 12} {
+		args := []string{"files", dir}
+		if v >= 0 {
+			args = append(args, "--version", strconv.Itoa(v))
+		}
+		got, want := dataRead(t, lines(mustSluice(t, args...).stdout)), deltaRead(t, dir, v)
+		if got.Rows != want.Rows || got.Checksum != want.Checksum {
+			t.Errorf("version %d: DuckDB reads the files listed as %+v, the independent reader %+v", v, got, want)
+		}
+	}
+	sum := summaryOf(t, mustSluice(t, "--json", "files", dir))
+	if sum["format"] != "delta" || sum["version"] != float64(13) || sum["rows"] != float64(41) {
+		t.Errorf("files --json: %v; want format delta, version 13, rows 41", sum)
+	}
+	r := sluice(t, nil, "files", dir, "--version", "99")
+	failsWithOneLine(t, r, "version 99", "no such version")
 }

@@ -160,21 +160,24 @@ type duck struct {
 }
 
 // duckRead reads Parquet files with DuckDB, the independent reader, and
-// returns the row count and an order-independent checksum of all rows.
-func duckRead(t testing.TB, files []string) duck {
+// returns the row count and an order-independent checksum of all rows,
+// Hive partition folders read as columns.
+func duckRead(t testing.TB, files []string) duck { return duckReadFiles(t, files, "--hive") }
+
+// dataRead reads files with DuckDB without Hive columns: the data columns
+// alone, as the independent Delta reader reads a Delta table's files.
+func dataRead(t testing.TB, files []string) duck { return duckReadFiles(t, files) }
+
+func duckReadFiles(t testing.TB, files []string, flags ...string) duck {
 	t.Helper()
 	list := filepath.Join(t.TempDir(), "files.txt")
 	if err := os.WriteFile(list, []byte(strings.Join(files, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("node", filepath.Join(repoRoot(t), "tools", "duckrows.mjs"), "--hive", "--list", list)
-	out, err := cmd.Output()
+	args := append([]string{filepath.Join(repoRoot(t), "tools", "duckrows.mjs")}, flags...)
+	out, err := exec.Command("node", append(args, "--list", list)...).Output()
 	if err != nil {
-		var stderr []byte
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = ee.Stderr
-		}
-		t.Fatalf("duckrows: %v: %s (run \"make tools\" if DuckDB is missing)", err, stderr)
+		t.Fatalf("duckrows: %v: %s (run \"make tools\" if DuckDB is missing)", err, stderrOf(err))
 	}
 	var d duck
 	if err := json.Unmarshal(out, &d); err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"text/tabwriter"
@@ -160,6 +161,10 @@ func (a *app) filesCommand() *cobra.Command {
 path on local disk, a full URL elsewhere. Only these files are the table:
 a folder may also hold files not yet committed or already replaced.
 
+TABLE may be a Delta Lake table (a folder with _delta_log/ and no sluice
+table): its files live at the newest version, or at --version N (from 0),
+as its log says.
+
 A name holding a control character (a newline, a tab, an escape), bytes
 that are not UTF-8, or starting with a double quote prints quoted and
 escaped as Go does ("date=a\nb/part-0.parquet"): one file is always one
@@ -169,8 +174,9 @@ find -print0 does, for xargs -0.`,
   sluice files ./lake/events -0 | xargs -0 du -ch`,
 		Args: exactArgs(1, "TABLE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if cmd.Flags().Changed("version") && version < 1 {
-				return usageError{cmd: "files", err: fmt.Errorf("files: --version %d: want a version number >= 1", version)}
+			versionSet := cmd.Flags().Changed("version")
+			if versionSet && version < 0 {
+				return usageError{cmd: "files", err: fmt.Errorf("files: --version %d: want a version number >= 0", version)}
 			}
 			t, err := a.openTable(cmd, args[0])
 			if err != nil {
@@ -178,11 +184,18 @@ find -print0 does, for xargs -0.`,
 			}
 			defer t.Close()
 			ctx := cmd.Context()
-			var m *catalog.Manifest
-			if version > 0 {
+			m, err := t.Latest(ctx)
+			if errors.Is(err, catalog.ErrTableNotFound) {
+				// Not a sluice table: a Delta table's files, if it is one.
+				if done, derr := a.deltaFiles(cmd, args[0], version, versionSet, nul); done {
+					return derr
+				}
+			}
+			if err == nil && versionSet {
+				if version < 1 {
+					return usageError{cmd: "files", err: fmt.Errorf("files: --version %d: a sluice table's versions start at 1", version)}
+				}
 				m, err = t.Manifest(ctx, version)
-			} else {
-				m, err = t.Latest(ctx)
 			}
 			if err != nil {
 				return err
@@ -213,7 +226,7 @@ find -print0 does, for xargs -0.`,
 			return w.Flush()
 		},
 	}
-	cmd.Flags().Int64Var(&version, "version", 0, "list the files of this version (>= 1) instead of the latest")
+	cmd.Flags().Int64Var(&version, "version", 0, "list the files of this version instead of the latest (a sluice table's start at 1, a Delta table's at 0)")
 	cmd.Flags().BoolVarP(&nul, "null", "0", false, "end each name with a NUL byte instead of a newline, and print it unescaped (for xargs -0)")
 	return cmd
 }
