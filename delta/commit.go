@@ -81,27 +81,37 @@ func (r Rebase) Check(v int64, winner []Action) error {
 	return nil
 }
 
-// maxRebases bounds how many lost races one commit rebases over.
+// maxRebases bounds how many times one commit loses a race and rebases
+// (each time over every commit that landed meanwhile).
 const maxRebases = 100
 
-// CommitRebased commits actions at version r.Read+1, or, each time
-// another writer landed that version first, at the next one, once
-// r.Check finds the winner's commit compatible. It returns the version
-// committed. A conflicting winner fails with ErrConflict naming it.
+// CommitRebased commits actions at version r.Read+1, or, when other
+// writers landed versions first, after them, once r.Check finds every
+// one of their commits compatible. It returns the version committed. A
+// conflicting winner fails with ErrConflict naming it. However many
+// commits land while it works (an appender committing every 100 ms beside
+// a long compaction), each is read and checked once.
 func (t *Table) CommitRebased(ctx context.Context, r Rebase, actions []Action) (int64, error) {
 	r.root = rootPrefix(t.st)
-	for v := r.Read + 1; v <= r.Read+1+maxRebases; v++ {
+	v := r.Read + 1
+	for range maxRebases {
 		err := t.Commit(ctx, v, actions)
 		if !errors.Is(err, ErrConflict) {
 			return v, err
 		}
-		winner, err := t.ReadCommit(ctx, v)
-		if err != nil {
-			return 0, fmt.Errorf("read the commit that won version %d: %w", v, err)
-		}
-		if err := r.Check(v, winner); err != nil {
-			return 0, fmt.Errorf("%s: %w", t.st.URL(""), err)
+		// v is taken: check it and every commit already after it.
+		for ; ; v++ {
+			winner, err := t.ReadCommit(ctx, v)
+			if errors.Is(err, ErrVersionNotFound) {
+				break
+			}
+			if err != nil {
+				return 0, fmt.Errorf("read the commit that won version %d: %w", v, err)
+			}
+			if err := r.Check(v, winner); err != nil {
+				return 0, fmt.Errorf("%s: %w", t.st.URL(""), err)
+			}
 		}
 	}
-	return 0, fmt.Errorf("%s: %d versions landed while committing: %w", t.st.URL(""), maxRebases, ErrConflict)
+	return 0, fmt.Errorf("%s: lost the race for a version %d times: %w", t.st.URL(""), maxRebases, ErrConflict)
 }
