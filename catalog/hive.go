@@ -25,6 +25,21 @@ func hiveEscape(s string) string {
 	return b.String()
 }
 
+// HiveDir is the Hive folder of partition values vals under keys, as
+// Hive and Spark name it: "date=2024-01-31/country=DE", a NULL as
+// HiveDefaultPartition, special characters escaped.
+func HiveDir(keys []string, vals map[string]*string) string {
+	segs := make([]string, len(keys))
+	for i, k := range keys {
+		v := HiveDefaultPartition
+		if p := vals[k]; p != nil {
+			v = hiveEscape(*p)
+		}
+		segs[i] = hiveEscape(k) + "=" + v
+	}
+	return strings.Join(segs, "/")
+}
+
 // hiveUnescape reverses hiveEscape: every %XX becomes its byte; anything
 // else is kept as is (Hive does not escape '+' or spaces).
 func hiveUnescape(s string) string {

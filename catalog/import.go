@@ -134,19 +134,6 @@ type ListedFile struct {
 	PartitionValues map[string]*string
 }
 
-// hiveDir is the Hive folder of partition values vals under keys.
-func hiveDir(keys []string, vals map[string]*string) string {
-	segs := make([]string, len(keys))
-	for i, k := range keys {
-		v := HiveDefaultPartition
-		if p := vals[k]; p != nil {
-			v = hiveEscape(*p)
-		}
-		segs[i] = hiveEscape(k) + "=" + v
-	}
-	return strings.Join(segs, "/")
-}
-
 // Import adopts the Parquet files under the folder from into the table, in
 // place, without rewriting them. If the table does not exist it is created
 // with the schema merged from the files and the Hive partition keys of
@@ -279,7 +266,7 @@ func (t *Table) importCandidates(ctx context.Context, from string, src cloud.Sto
 		var vals map[string]*string
 		if listed != nil {
 			ks, vals = listed.PartitionKeys, listed.Files[i].PartitionValues
-			dir = hiveDir(ks, vals)
+			dir = HiveDir(ks, vals)
 		} else {
 			if dir = path.Dir(o.Key); dir == "." {
 				dir = ""
