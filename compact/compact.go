@@ -21,8 +21,11 @@ import (
 )
 
 // Table is what compaction needs of a table: its newest version and live
-// files, where a data file lives, and the commit. *catalog.Table
-// implements it.
+// files, where a data file lives, and the commit. Every
+// catalog.Maintainable implements it: *catalog.Table, a Delta table. A
+// table that also has a method NewDataFilePath(partition string) string
+// names the files written for it (a Delta table names them as Delta's
+// writers do); otherwise they are named by catalog.NewDataFilePath.
 type Table interface {
 	Latest(ctx context.Context) (*catalog.Manifest, error)
 	Files(ctx context.Context, m *catalog.Manifest) ([]catalog.DataFile, error)
@@ -126,6 +129,9 @@ func Run(ctx context.Context, t Table, o Options) (Result, error) {
 		return res, err
 	}
 	o = o.withDefaults()
+	if n, ok := t.(interface{ NewDataFilePath(partition string) string }); ok {
+		o.Rewrite.NewPath = n.NewDataFilePath
+	}
 
 	m, err := t.Latest(ctx)
 	if err != nil {

@@ -37,6 +37,10 @@
 //     by row through internal/pqio and verified per leaf, each row's hash
 //     folding its leaves' repetition and definition levels.
 //
+// It is format-blind: a table is whatever implements Table (a sluice
+// table, a Delta table through delta.Maintained), which also names the
+// files written for it.
+//
 // compact never deletes an input file: replaced files stay live in older
 // versions until vacuum removes them after the retention. It never imports
 // ingest, rollup or warehouse; it reaches the catalog through the small

@@ -246,7 +246,7 @@ func (nr *nestedRewrite) closeFile() error {
 		pw.Abort()
 		return nil
 	}
-	key := catalog.NewDataFilePath(nr.partition)
+	key := nr.o.newPath(nr.partition)
 	var rows int64
 	size, stats, err := pw.CloseChecked(nr.ctx, nr.out, key, func(r io.ReaderAt, size int64) (err error) {
 		rows, err = nr.readBack(key, r, size)

@@ -33,6 +33,17 @@ type RewriteOptions struct {
 	// each column's zstd level is learnt once (pqio.Codecs). Nil: each
 	// rewrite learns its own.
 	Codecs *pqio.Codecs
+	// NewPath names an output file of a partition (a Hive folder).
+	// Nil: catalog.NewDataFilePath.
+	NewPath func(partition string) string
+}
+
+// newPath names an output file of partition.
+func (o RewriteOptions) newPath(partition string) string {
+	if o.NewPath != nil {
+		return o.NewPath(partition)
+	}
+	return catalog.NewDataFilePath(partition)
 }
 
 // Defaults of RewriteOptions.

@@ -140,7 +140,7 @@ func (rw *rewriter) closeFile() error {
 	// The disk writes the file while the read-back below keeps the CPU
 	// busy, so that PutFile's sync does not leave it idle.
 	cloud.StartWriteback(rw.tmp)
-	key := catalog.NewDataFilePath(rw.partition)
+	key := rw.o.newPath(rw.partition)
 	if readBackHook != nil {
 		readBackHook(rw.tmp, size, rw.proof)
 	}

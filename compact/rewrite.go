@@ -25,7 +25,7 @@ type Opener func(ctx context.Context, f catalog.DataFile) (io.ReaderAt, int64, e
 // RewriteResult is what a Rewrite wrote.
 type RewriteResult struct {
 	// Outputs are the files written: durable in the store, not committed.
-	// Each has Path (catalog.NewDataFilePath of the partition), Partition,
+	// Each has Path (RewriteOptions.NewPath of the partition), Partition,
 	// PartitionValues (copied from the inputs), Bytes and FileStats.
 	Outputs []catalog.DataFile
 	// RowsIn and RowsOut are the rows read and written (equal: verified);
