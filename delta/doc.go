@@ -8,7 +8,10 @@
 // unknown reader feature).
 //
 // It owns the log only: reading and writing data files is the business of
-// internal/pqio and of the packages that use this one.
+// internal/pqio and of the packages that use this one. For maintenance it
+// gives a table as catalog.Maintainable (Maintained), so that sluice's
+// compaction plans, rewrites and verifies a Delta table's files as it does
+// its own, and commits each batch as Spark's OPTIMIZE would.
 //
 //   - actions.go: the actions, as JSON commits and Parquet checkpoints
 //     spell them;
@@ -19,5 +22,12 @@
 //   - paths.go: the URI paths of the log, canonicalized for reconciling;
 //   - listed.go: a snapshot's live files as catalog's import adopts them;
 //   - commit.go: a commit as a create-only put, and its rebase over the
-//     commits that won the race, as Spark's OPTIMIZE rebases.
+//     commits that won the race, as Spark's OPTIMIZE rebases;
+//   - maintain.go: a table opened for maintenance (Maintained): its live
+//     files as the planner sees them, which protocols it writes to, and
+//     the commit of a compaction;
+//   - optimize.go: a compaction's actions: commitInfo with OPTIMIZE's
+//     metrics, a remove of each input, an add of each output;
+//   - schema.go: the log's schemaString as the data files' schema;
+//   - stats.go: a written file's stats JSON, as Spark collects them.
 package delta
