@@ -11,10 +11,13 @@
 //    "size","numRecords","deletionVector"?}..],"rows":N,"checksum":"<32 hex>"}
 //
 // Usage:
-//   node tools/deltarows.mjs [--version N] [--files-only] TABLE_DIR
+//   node tools/deltarows.mjs [--version N] [--files-only] [--as-stored] TABLE_DIR
 //
 //   --version N    the table as of version N (default: the newest found)
 //   --files-only   replay the log only: no rows, no checksum
+//   --as-stored    hash each column as DuckDB reads it from the files, not
+//                  as the table's type (a timestamp stored as INT96 then
+//                  hashes otherwise than the same instant stored as INT64)
 //
 // The checkpoint is chosen by listing _delta_log (the newest complete one at
 // or below the version); _last_checkpoint is only a hint and is not read. The
@@ -23,7 +26,9 @@
 // given decoded (decodeURIComponent: '+' stays '+'), a file: URI or an
 // absolute path as a local path. numRecords comes from the add's stats.
 // "rows" and "checksum" are over the columns stored in the files (partition
-// columns not added), with duckrows.mjs's order-independent checksum. A table
+// columns not added), with duckrows.mjs's order-independent checksum, each
+// top-level timestamp column read as the instant the table's type says it is
+// (TIMESTAMP WITH TIME ZONE) unless --as-stored. A table
 // with a deletion vector on a live file, or with column mapping, is not read:
 // "rows" and "checksum" are null and "unreadable" says why.
 //
@@ -36,7 +41,7 @@ import { tmpdir } from 'node:os';
 import { parseArgs as parseArgv } from 'node:util';
 import { DuckDBInstance, LIST, VARCHAR, listValue } from '@duckdb/node-api';
 
-const USAGE = 'usage: node tools/deltarows.mjs [--version N] [--files-only] TABLE_DIR';
+const USAGE = 'usage: node tools/deltarows.mjs [--version N] [--files-only] [--as-stored] TABLE_DIR';
 
 // A folder of symlinks, made only when needed (see literalPaths).
 let linkDir = null;
@@ -48,7 +53,9 @@ function fail(msg, code = 1) {
 }
 
 function parseArgs(args) {
-  const options = { version: { type: 'string' }, 'files-only': { type: 'boolean' }, help: { type: 'boolean' } };
+  const options = {
+    version: { type: 'string' }, 'files-only': { type: 'boolean' }, 'as-stored': { type: 'boolean' }, help: { type: 'boolean' },
+  };
   let a;
   try {
     a = parseArgv({ args, options, allowPositionals: true });
@@ -63,7 +70,9 @@ function parseArgs(args) {
   if (v !== undefined && !/^\d+$/.test(v)) fail(`--version needs a number; ${USAGE}`, 2);
   if (a.positionals.length !== 1) fail(`give one TABLE_DIR; ${USAGE}`, 2);
   const version = v === undefined ? null : Number(v);
-  return { version, filesOnly: a.values['files-only'] === true, dir: a.positionals[0] };
+  return {
+    version, filesOnly: a.values['files-only'] === true, asStored: a.values['as-stored'] === true, dir: a.positionals[0],
+  };
 }
 
 const pad20 = (v) => String(v).padStart(20, '0');
@@ -314,7 +323,14 @@ async function main() {
       const bind = [[listValue(literalPaths(entries.map((f) => f.loc.local)))], [LIST(VARCHAR)]];
       const desc = await conn.runAndReadAll(`DESCRIBE SELECT * FROM ${SRC}`, ...bind);
       const cols = desc.getRowObjectsJS().map((r) => String(r.column_name)).sort();
-      const row = `struct_pack(${cols.map((c) => `${ident(c)} := ${ident(c)}`).join(', ')})::VARCHAR`;
+      // A Delta timestamp is an instant, whether a file stores it as
+      // Spark's INT96 (DuckDB: TIMESTAMP) or as INT64 adjusted to UTC
+      // (TIMESTAMP WITH TIME ZONE): read it as the table's type, as a
+      // Delta reader does, so that the two spellings hash alike.
+      const instants = new Set(opts.asStored ? [] : (schema?.fields ?? [])
+        .filter((f) => f.type === 'timestamp').map((f) => f.name.toLowerCase()));
+      const value = (c) => instants.has(c.toLowerCase()) ? `${ident(c)}::TIMESTAMPTZ` : ident(c);
+      const row = `struct_pack(${cols.map((c) => `${ident(c)} := ${value(c)}`).join(', ')})::VARCHAR`;
       const res = await conn.runAndReadAll(
         `SELECT count(*), coalesce(sum(hash(${row})), 0)::HUGEINT FROM ${SRC}`, ...bind);
       const [n, s] = res.getRows()[0];

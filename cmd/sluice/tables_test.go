@@ -139,7 +139,7 @@ func TestImportSparkFixtures(t *testing.T) {
 				failsWithOneLine(t, r, "unsupported Delta table feature", says)
 			} else if r.code != 0 {
 				t.Fatalf("import of the Delta table: exit %d: %s", r.code, r.stderr)
-			} else if got, want := dataRead(t, lines(mustSluice(t, "files", withLog).stdout)), deltaRead(t, withLog, -1); got.Rows != want.Rows || got.Checksum != want.Checksum {
+			} else if got, want := dataRead(t, lines(mustSluice(t, "files", withLog).stdout)), deltaReadAsStored(t, withLog, -1); got.Rows != want.Rows || got.Checksum != want.Checksum {
 				t.Fatalf("DuckDB reads the imported Delta table as %+v, the independent reader %+v", got, want)
 			}
 			// Without it, the folder is Spark's plain Parquet output.
