@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,6 +27,10 @@ type Compact struct {
 	MaxCommits     count
 	Workers        count
 	Memory         size
+	// Format is the table's format: "" to tell it from the location.
+	Format string
+	// DeltaS3ConditionalWriters: see FormatOptions.
+	DeltaS3ConditionalWriters bool
 
 	o compact.Options
 }
@@ -44,6 +49,8 @@ func (o *Compact) Bind(fs *pflag.FlagSet) {
 	fs.Var(&o.MaxCommits, "max-commits", "commit in at most this many groups of partitions, >= 1 (default 10)")
 	fs.Var(&o.Workers, "workers", "bins rewritten at once, >= 1 (default: number of CPUs)")
 	fs.Var(&o.Memory, "memory", "bytes all workers together may buffer (default 384MiB)")
+	fs.StringVar(&o.Format, "format", "", "the table's format, sluice or delta (default: told by the location: a folder with _delta_log/ is a Delta table)")
+	fs.BoolVar(&o.DeltaS3ConditionalWriters, "delta-s3-conditional-writers", false, "commit to a Delta table on S3: every writer of it commits with conditional puts (Spark's S3 log store does not)")
 }
 
 // Validate checks every option and builds the compaction's options.
@@ -67,6 +74,13 @@ func (o *Compact) Validate() error {
 	}
 	if o.MinFileAge < 0 {
 		errs = append(errs, bad("min-file-age", "%s: want a duration >= 0", o.MinFileAge))
+	}
+	if o.Format != "" && !slices.Contains(Formats, o.Format) {
+		if o.Format == "iceberg" {
+			errs = append(errs, bad("format", "iceberg: compaction of Iceberg tables in their catalogs is not built yet"))
+		} else {
+			errs = append(errs, bad("format", "%q: want one of %s", o.Format, strings.Join(Formats, ", ")))
+		}
 	}
 	for _, p := range o.Partitions {
 		if !strings.Contains(p, "=") {
@@ -138,7 +152,8 @@ func (r CompactResult) Warnings() []string { return r.Warns }
 // error then joins the failures, and the result counts what committed.
 func (o *Compact) Run(ctx context.Context, env Env) (Result, error) {
 	res := CompactResult{Command: "compact", Table: cloud.Redact(o.Table), DryRun: o.DryRun, Versions: []int64{}, Dropped: []string{}}
-	t, err := env.begin(ctx, o, o.Table)
+	t, err := env.beginMaintained(ctx, o, o.Table, FormatOptions{Format: o.Format,
+		DeltaS3ConditionalWriters: o.DeltaS3ConditionalWriters, DryRun: o.DryRun})
 	if err != nil {
 		return &res, err
 	}

@@ -24,9 +24,18 @@ ingest, still writing it, wins; --min-file-age skips young files.
 
 Replaced files stay in older versions until 'sluice vacuum' removes them.
 One partition's failure (an incompatible or corrupt file) is reported and the
-others go on; the exit code is then 1.`,
+others go on; the exit code is then 1.
+
+A Delta Lake table (a folder with _delta_log/, or --format delta) is
+compacted in place and stays a Delta table: each group of partitions is one
+Delta commit as Spark's OPTIMIZE writes it (remove and add, dataChange
+false, stats, commitInfo), rebased over its other writers' appends, dropped
+for the next run when one of them removed an input. On S3 it commits only
+with --delta-s3-conditional-writers: Spark's S3 log store does not write
+conditionally, so nothing would keep it from overwriting sluice's commit.`,
 		Example: `  sluice compact ./lake/events --dry-run
-  sluice compact s3://lake/events --target-file-size 512MiB --json`,
+  sluice compact s3://lake/events --target-file-size 512MiB --json
+  sluice compact ./lake/events_delta --json            # a Delta table, in place`,
 		Args: exactArgs(1, "TABLE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Table = args[0]

@@ -1,0 +1,334 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-data/sluice/catalog"
+	"github.com/sluice-data/sluice/cloud"
+	"github.com/sluice-data/sluice/delta"
+)
+
+// deltaCommit is one commit of a Delta log, as a test reads it back.
+type deltaCommit struct {
+	info    map[string]any
+	adds    []map[string]any
+	removes []map[string]any
+}
+
+// readDeltaCommit reads the commit of version v of the table in dir.
+func readDeltaCommit(t *testing.T, dir string, v int64) deltaCommit {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "_delta_log", fmt.Sprintf("%020d.json", v)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c deltaCommit
+	for i, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		var a map[string]map[string]any
+		if err := json.Unmarshal(line, &a); err != nil {
+			t.Fatalf("version %d, line %d: %v", v, i+1, err)
+		}
+		switch {
+		case a["commitInfo"] != nil:
+			if i != 0 {
+				t.Errorf("version %d: commitInfo on line %d, not first", v, i+1)
+			}
+			c.info = a["commitInfo"]
+		case a["add"] != nil:
+			c.adds = append(c.adds, a["add"])
+		case a["remove"] != nil:
+			c.removes = append(c.removes, a["remove"])
+		default:
+			t.Errorf("version %d, line %d: a compaction commit holds %s", v, i+1, line)
+		}
+	}
+	return c
+}
+
+// logVersions counts the commits in a Delta table's log.
+func logVersions(t *testing.T, dir string) int {
+	t.Helper()
+	es, err := os.ReadDir(filepath.Join(dir, "_delta_log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range es {
+		if strings.HasSuffix(e.Name(), ".json") && len(e.Name()) == 25 {
+			n++
+		}
+	}
+	return n
+}
+
+var deltaDataFile = regexp.MustCompile(`^part-00000-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}-c000\.zstd\.parquet$`)
+
+// sluice compact on a Delta table written by Spark rewrites its small
+// files in place and commits each batch as an OPTIMIZE commit: the
+// independent reader, replaying the log and reading the files with
+// DuckDB, reads the same rows and checksum at the new version as before,
+// and at every older version what it read there; every add and remove is
+// dataChange false, the adds carry stats whose numRecords add up, and
+// the new files are named as Delta's writers name them in the folder of
+// their partition. A second compaction commits nothing.
+func TestCompactADeltaTableInPlace(t *testing.T) {
+	for _, name := range []string{
+		"time-travel-partition-changes-b",       // partitioned, two versions
+		"basic-with-inserts-deletes-checkpoint", // a checkpoint, removes
+		"kernel-timestamp-INT96",                // Spark's INT96, ':' escaped in folders
+		"hive/deltatbl-special-chars-in-partition-column",
+		"data-reader-nested-struct",
+		"data-reader-array-complex-objects",
+		"data-reader-date-types-UTC",
+		"snapshot-repartitioned",
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			dir := filepath.Join(t.TempDir(), "t")
+			copyDir(t, filepath.Join(repoRoot(t), "testdata", "delta-golden", name), dir)
+			before := logVersions(t, dir)
+			want := make([]duck, before)
+			for v := range before {
+				want[v] = deltaRead(t, dir, v)
+			}
+			sum := summaryOf(t, mustSluice(t, "--json", "compact", dir, "--min-input-files", "2", "--include-current"))
+			versions, _ := sum["versions"].([]any)
+			if len(versions) == 0 || sum["files_out"].(float64) >= sum["files_in"].(float64) {
+				t.Fatalf("compact summary %v: want a commit with fewer files out than in", sum)
+			}
+			if n := logVersions(t, dir); n != before+len(versions) {
+				t.Fatalf("the log has %d versions after %d commits on %d", n, len(versions), before)
+			}
+			if got := deltaRead(t, dir, -1); got.Rows != want[before-1].Rows || got.Checksum != want[before-1].Checksum {
+				t.Errorf("after the compaction the table reads %+v; before it %+v", got, want[before-1])
+			}
+			for v := range before {
+				if got := deltaRead(t, dir, v); got.Rows != want[v].Rows || got.Checksum != want[v].Checksum {
+					t.Errorf("version %d reads %+v after the compaction, %+v before", v, got, want[v])
+				}
+			}
+			var rows float64
+			for i := range versions {
+				v := int64(before + i)
+				c := readDeltaCommit(t, dir, v)
+				if c.info["operation"] != "OPTIMIZE" || c.info["readVersion"] != float64(before-1) {
+					t.Errorf("version %d commitInfo %v: want operation OPTIMIZE, readVersion %d", v, c.info, before-1)
+				}
+				if len(c.adds) == 0 || len(c.removes) <= len(c.adds)-1 {
+					t.Errorf("version %d: %d adds, %d removes", v, len(c.adds), len(c.removes))
+				}
+				for _, a := range append(append([]map[string]any{}, c.adds...), c.removes...) {
+					if a["dataChange"] != false {
+						t.Errorf("version %d: %v is not dataChange false", v, a)
+					}
+				}
+				for _, a := range c.adds {
+					p := a["path"].(string)
+					if !deltaDataFile.MatchString(path.Base(p)) {
+						t.Errorf("version %d adds %s: not named as Delta's writers name files", v, p)
+					}
+					vals := map[string]*string{}
+					for k, x := range a["partitionValues"].(map[string]any) {
+						if s, ok := x.(string); ok {
+							vals[k] = &s
+						} else {
+							vals[k] = nil
+						}
+					}
+					var keys []string
+					for k := range vals {
+						keys = append(keys, k)
+					}
+					decoded, err := url.PathUnescape(p)
+					if err != nil || len(keys) == 1 && path.Dir(decoded) != catalog.HiveDir(keys, vals) {
+						t.Errorf("version %d adds %s: not in the folder of its partition %v", v, p, vals)
+					}
+					var st struct {
+						NumRecords *float64       `json:"numRecords"`
+						NullCount  map[string]any `json:"nullCount"`
+					}
+					if err := json.Unmarshal([]byte(a["stats"].(string)), &st); err != nil || st.NumRecords == nil || st.NullCount == nil {
+						t.Errorf("version %d adds %s with stats %v: %v", v, p, a["stats"], err)
+						continue
+					}
+					rows += *st.NumRecords
+				}
+			}
+			if rows != sum["rows_written"].(float64) {
+				t.Errorf("the adds' stats count %v rows; the compaction wrote %v", rows, sum["rows_written"])
+			}
+			again := summaryOf(t, mustSluice(t, "--json", "compact", dir, "--min-input-files", "2", "--include-current"))
+			if vs, _ := again["versions"].([]any); len(vs) != 0 || logVersions(t, dir) != before+len(versions) {
+				t.Errorf("a second compaction committed %v", again)
+			}
+		})
+	}
+}
+
+// A Delta table sluice cannot rewrite as its readers expect is refused,
+// naming the column or the feature, and its log is left as it was.
+func TestCompactRefusesDeltaTablesItCannotWrite(t *testing.T) {
+	for _, c := range []struct{ name, says string }{
+		{"data-reader-primitives", "column as_byte is of type byte"},
+		{"dv-partitioned-with-checkpoint", "deletion vectors"},
+		{"table-with-columnmapping-mode-name", "column mapping"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "t")
+			copyDir(t, filepath.Join(repoRoot(t), "testdata", "delta-golden", c.name), dir)
+			before := logVersions(t, dir)
+			r := sluice(t, nil, "--json", "compact", dir, "--min-input-files", "2", "--include-current")
+			if r.code != 1 || !strings.Contains(r.stderr, c.says) {
+				t.Fatalf("exit %d, stderr %q; want exit 1 naming %q", r.code, r.stderr, c.says)
+			}
+			if n := logVersions(t, dir); n != before {
+				t.Errorf("the refused compaction left %d versions where there were %d", n, before)
+			}
+		})
+	}
+	// --format delta on a folder without a Delta log says so.
+	r := sluice(t, nil, "compact", t.TempDir(), "--format", "delta")
+	if r.code != 1 || !strings.Contains(r.stderr, "not a Delta table") {
+		t.Errorf("--format delta on an empty folder: exit %d, %q", r.code, r.stderr)
+	}
+}
+
+// A Delta table of n copies of one Spark-written file (10 rows of a long
+// "id"), in one commit after the table's creation.
+func deltaTableOfCopies(t *testing.T, dir string, n int) (src string) {
+	t.Helper()
+	golden := filepath.Join(repoRoot(t), "testdata", "delta-golden", "basic-with-inserts-deletes-checkpoint")
+	src = filepath.Join(golden, "part-00000-0869ab64-e69d-407f-80d4-1a2ea1f69d11-c000.snappy.parquet")
+	st, err := cloud.Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	tbl := delta.New(st)
+	err = tbl.Commit(context.Background(), 0, []delta.Action{
+		{Protocol: &delta.Protocol{MinReaderVersion: 1, MinWriterVersion: 2}},
+		{Metadata: &delta.Metadata{ID: "copies", Format: delta.Format{Provider: "parquet", Options: map[string]string{}},
+			SchemaString:     `{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}}]}`,
+			PartitionColumns: []string{}, Configuration: map[string]string{}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var adds []delta.Action
+	for i := range n {
+		adds = append(adds, copyAdd(t, src, dir, fmt.Sprintf("part-%05d-copy.snappy.parquet", i)))
+	}
+	if err := tbl.Commit(context.Background(), 1, adds); err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
+// copyAdd copies src into the table at dir as name and returns its add.
+func copyAdd(t *testing.T, src, dir, name string) delta.Action {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return delta.Action{Add: &delta.Add{Path: name, PartitionValues: map[string]*string{}, Size: int64(len(b)),
+		ModificationTime: time.Now().UnixMilli(), DataChange: true, Stats: `{"numRecords":10}`}}
+}
+
+// A writer appending a file every 5 ms beside a compaction, as a Spark
+// stream does, loses nothing: the compaction rebases over its commits,
+// the rows are those before plus those appended, and every file appended
+// after the compaction read the table is live.
+func TestCompactBesideADeltaAppender(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "t")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src := deltaTableOfCopies(t, dir, 600)
+	before := deltaRead(t, dir, -1)
+
+	st, err := cloud.Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	tbl := delta.New(st)
+	ctx, stop := context.WithCancel(context.Background())
+	type appended struct {
+		name    string
+		version int64
+	}
+	done := make(chan []appended)
+	go func() {
+		var out []appended
+		defer func() { done <- out }()
+		for i := 0; ; i++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+			name := fmt.Sprintf("part-%05d-late.snappy.parquet", i)
+			a := copyAdd(t, src, dir, name)
+			s, err := tbl.Snapshot(context.Background(), delta.Latest)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			v, err := tbl.CommitRebased(context.Background(), delta.Rebase{Read: s.Version}, []delta.Action{a})
+			if err != nil {
+				t.Errorf("append %s: %v", name, err)
+				return
+			}
+			out = append(out, appended{name, v})
+		}
+	}()
+	sum := summaryOf(t, mustSluice(t, "--json", "compact", dir, "--include-current", "--target-file-size", "1MiB", "--workers", "1"))
+	time.Sleep(100 * time.Millisecond)
+	stop()
+	late := <-done
+	versions, _ := sum["versions"].([]any)
+	if len(versions) == 0 || len(late) == 0 {
+		t.Fatalf("compaction %v beside %d appends: want both", sum, len(late))
+	}
+	after := deltaRead(t, dir, -1)
+	if want := before.Rows + 10*int64(len(late)); after.Rows != want {
+		t.Errorf("%d rows after the compaction and %d appends of 10 rows on %d; want %d", after.Rows, len(late), before.Rows, want)
+	}
+	read := readDeltaCommit(t, dir, int64(versions[0].(float64))).info["readVersion"].(float64)
+	snap, err := tbl.Snapshot(context.Background(), delta.Latest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := map[string]bool{}
+	for _, f := range snap.Files {
+		live[f.Path] = true
+	}
+	interleaved := 0
+	for _, a := range late {
+		if a.version > int64(read) && !live[a.name] {
+			t.Errorf("%s, appended at version %d after the compaction read version %v, is not live", a.name, a.version, read)
+		}
+		if a.version > int64(read) && a.version < int64(versions[0].(float64)) {
+			interleaved++
+		}
+	}
+	if interleaved == 0 {
+		t.Errorf("none of %d appends landed between the compaction's read (version %v) and its commit", len(late), read)
+	}
+	t.Logf("%d appends, %d of them between the compaction's read and its commit", len(late), interleaved)
+}
