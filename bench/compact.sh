@@ -18,6 +18,14 @@
 # CGO=0 builds sluice without cgo (zstd by klauspost/compress, pure Go).
 # NESTED=1 adds a struct of three fields and a list<string> column beside
 # the flat ones (see bench/gen-small-files.mjs), in a data set of its own.
+# DELTA=1 adds a third engine to each round:
+#   delta   `sluice compact` of a Delta table of the same files in place
+#           (hard links to them, a log written by bench/delta-log.mjs as a
+#           stream would have left it, one commit per 100 files; not
+#           timed), committed as OPTIMIZE
+# checked by tools/deltarows.mjs (the log replayed, DuckDB reading the
+# files) before and after, and reported against sluice's own table and
+# DuckDB.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -30,6 +38,8 @@ IN=$DATA/in-$ROWS-$FILES
 [ "$NESTED" = 1 ] && IN=$IN-nested
 OUT_DUCK=$DATA/out-duckdb
 OUT_SLUICE=$DATA/out-sluice
+OUT_DELTA=$DATA/out-delta
+DELTA=${DELTA:-0}
 SCHEMA='event_id:string,user_id:int64,ts:timestamp,kind:string,country:string?,amount:decimal(12,2)?,score:float64,qty:int32,flag:bool?'
 mkdir -p "$DATA"
 
@@ -47,7 +57,7 @@ sync
 t0=$(date +%s.%N); find "$IN" -name '*.parquet' -print0 | xargs -0 cat > /dev/null; t1=$(date +%s.%N)
 cat_s=$(echo "$t1 - $t0" | bc)
 
-duck_s= sluice_s= duck_rss= sluice_rss= duck_all= sluice_all=
+duck_s= sluice_s= duck_rss= sluice_rss= duck_all= sluice_all= delta_s= delta_rss= delta_all= delta_want=
 for round in $(seq "$RUNS"); do
   /usr/bin/time -v -o "$DATA/duck.time" node bench/duckcompact.mjs "$IN" "$OUT_DUCK" > "$DATA/duck.json"
   s=$(json seconds < "$DATA/duck.json"); duck_all="$duck_all $(printf '%.2f' "$s")"
@@ -55,11 +65,23 @@ for round in $(seq "$RUNS"); do
   duck_rss=$(maxrss "$(rss "$DATA/duck.time")" "$duck_rss")
 
   rm -rf "$OUT_SLUICE"
-  "$DATA/sluice" import "$OUT_SLUICE" --from "$IN" > /dev/null
+  "$DATA/sluice" import -q "$OUT_SLUICE" --from "$IN" > /dev/null
   /usr/bin/time -v -o "$DATA/sluice.time" "$DATA/sluice" compact "$OUT_SLUICE" --include-current --min-input-files 1 --json > "$DATA/sluice.json"
   s=$(json seconds < "$DATA/sluice.json"); sluice_all="$sluice_all $(printf '%.2f' "$s")"
   if better "$s" "$sluice_s"; then sluice_s=$s; sluice_cpu=$(cpu "$DATA/sluice.time"); fi
   sluice_rss=$(maxrss "$(rss "$DATA/sluice.time")" "$sluice_rss")
+
+  if [ "$DELTA" = 1 ]; then
+    rm -rf "$OUT_DELTA"
+    cp -al "$IN" "$OUT_DELTA"
+    rm -f "$OUT_DELTA/.done"
+    node bench/delta-log.mjs "$OUT_DELTA" > /dev/null
+    [ -n "$delta_want" ] || delta_want=$(node tools/deltarows.mjs "$OUT_DELTA" | json checksum)
+    /usr/bin/time -v -o "$DATA/delta.time" "$DATA/sluice" compact "$OUT_DELTA" --include-current --min-input-files 1 --json > "$DATA/delta.json"
+    s=$(json seconds < "$DATA/delta.json"); delta_all="$delta_all $(printf '%.2f' "$s")"
+    if better "$s" "$delta_s"; then delta_s=$s; delta_cpu=$(cpu "$DATA/delta.time"); fi
+    delta_rss=$(maxrss "$(rss "$DATA/delta.time")" "$delta_rss")
+  fi
 done
 duck_b=$(du -sb "$OUT_DUCK" | cut -f1)
 sluice_b=$(json bytes_out < "$DATA/sluice.json")
@@ -73,6 +95,11 @@ got_duck=$(node tools/duckrows.mjs --hive "$OUT_DUCK/*/*.parquet" | json checksu
 got_sluice=$("$DATA/sluice" files "$OUT_SLUICE" | node tools/duckrows.mjs --hive --list - | json checksum)
 [ "$want" = "$got_sluice" ] || { echo "sluice output differs from the input ($got_sluice != $want)" >&2; exit 1; }
 [ "$want" = "$got_duck" ] || echo "warning: DuckDB output checksum differs ($got_duck != $want)" >&2
+if [ "$DELTA" = 1 ]; then
+  got_delta=$(node tools/deltarows.mjs "$OUT_DELTA" | json checksum)
+  [ "$delta_want" = "$got_delta" ] || { echo "the compacted Delta table differs from the table before ($got_delta != $delta_want)" >&2; exit 1; }
+  delta_b=$(json bytes_out < "$DATA/delta.json")
+fi
 
 printf '\n%s rows, %s files, %s input bytes, %s CPUs, best of %s rounds%s\n' "$ROWS" "$FILES" "$in_bytes" "$(nproc)" "$RUNS" \
   "$([ "$NESTED" = 1 ] && echo ', with nested columns (a struct of three fields, a list<string>)')"
@@ -81,6 +108,11 @@ printf '%-8s %10s %14s %12s %8s  %s\n' engine seconds out_bytes peak_rss_kb cpu_
 printf '%-8s %10.3f %14s %12s %8s\n' floor "$(echo "$cat_s + $dd_s" | bc)" "-" "-" "-"
 printf '%-8s %10.3f %14s %12s %8s %s\n' duckdb "$duck_s" "$duck_b" "$duck_rss" "$duck_cpu" "$duck_all"
 printf '%-8s %10.3f %14s %12s %8s %s\n' sluice "$sluice_s" "$sluice_b" "$sluice_rss" "$sluice_cpu" "$sluice_all"
+[ "$DELTA" = 1 ] && printf '%-8s %10.3f %14s %12s %8s %s\n' delta "$delta_s" "$delta_b" "$delta_rss" "$delta_cpu" "$delta_all"
 printf 'sluice/duckdb: time %.2f (target <= 0.80), bytes %.3f (target <= 1.05), RSS %.2f, CPU %.2f\n' \
   "$(echo "$sluice_s / $duck_s" | bc -l)" "$(echo "$sluice_b / $duck_b" | bc -l)" "$(echo "$sluice_rss / $duck_rss" | bc -l)" "$(echo "$sluice_cpu / $duck_cpu" | bc -l)"
+if [ "$DELTA" = 1 ]; then
+  printf 'delta/sluice: time %.2f (target <= 1.10), RSS %.2f; delta/duckdb: time %.2f (target <= 0.50), RSS %.2f\n' \
+    "$(echo "$delta_s / $sluice_s" | bc -l)" "$(echo "$delta_rss / $sluice_rss" | bc -l)" "$(echo "$delta_s / $duck_s" | bc -l)" "$(echo "$delta_rss / $duck_rss" | bc -l)"
+fi
 printf '(floor: cat %.3f s + dd %.3f s; cpu_s: user+sys of the fastest round'"'"'s process, node'"'"'s start included for DuckDB)\n' "$cat_s" "$dd_s"
