@@ -332,3 +332,55 @@ func TestCompactBesideADeltaAppender(t *testing.T) {
 	}
 	t.Logf("%d appends, %d of them between the compaction's read and its commit", len(late), interleaved)
 }
+
+// Two compactions of one Delta table at once: whichever commits second
+// finds its inputs removed and drops its batch for the next run, deleting
+// what it wrote. Nothing is lost or counted twice: the table reads as
+// before, and every new file in its folder is live.
+func TestTwoDeltaCompactionsAtOnce(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "t")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	deltaTableOfCopies(t, dir, 2000)
+	before := deltaRead(t, dir, -1)
+	args := []string{"--json", "compact", dir, "--include-current", "--target-file-size", "1MiB", "--workers", "1"}
+	rs := sluiceAll(t, nil, [][]string{args, args})
+	committed, dropped := 0, 0
+	for i, r := range rs {
+		if r.code != 0 {
+			t.Fatalf("compaction %d: exit %d: %s", i, r.code, r.stderr)
+		}
+		s := summaryOf(t, r)
+		vs, _ := s["versions"].([]any)
+		ds, _ := s["dropped"].([]any)
+		committed += len(vs)
+		dropped += len(ds)
+	}
+	if committed == 0 {
+		t.Fatal("neither compaction committed")
+	}
+	if after := deltaRead(t, dir, -1); after.Rows != before.Rows || after.Checksum != before.Checksum {
+		t.Errorf("after two compactions at once the table reads %+v; before %+v", after, before)
+	}
+	st, err := cloud.Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	snap, err := delta.New(st).Snapshot(context.Background(), delta.Latest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := map[string]bool{}
+	for _, f := range snap.Files {
+		live[f.Path] = true
+	}
+	written, _ := filepath.Glob(filepath.Join(dir, "part-00000-*-c000.zstd.parquet"))
+	for _, w := range written {
+		if !live[filepath.Base(w)] {
+			t.Errorf("%s was written by a compaction and is not live: the loser left it", filepath.Base(w))
+		}
+	}
+	t.Logf("%d versions committed, %d partitions dropped", committed, dropped)
+}
