@@ -42,6 +42,7 @@ func (c *chaos) finish() {
 			}
 		}
 		if len(done) == len(chaosJobs) && len(left) == 0 {
+			c.awaitIdle()
 			return
 		}
 		if time.Now().After(deadline) {
@@ -49,6 +50,26 @@ func (c *chaos) finish() {
 				done, left, filepath.Join(c.dir, "serve-0.log"))
 		}
 		time.Sleep(2 * time.Second)
+	}
+}
+
+// awaitIdle waits, up to a minute, for a moment when the clean instance
+// runs nothing, so that the SIGTERM that ends it finds no run to cancel
+// (one started just before it has its grace to finish). On a loaded
+// machine a job stopped midway could take longer than stop waits.
+func (c *chaos) awaitIdle() {
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		busy := false
+		for _, r := range runsOf(c.t, mustSluiceEnv(c.t, c.env, "--json", "runs", "--config", c.config)) {
+			if r["status"] == "running" && !timeOf(c.t, r["started"]).After(time.Now()) {
+				busy = true
+			}
+		}
+		if !busy {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 

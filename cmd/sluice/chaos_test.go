@@ -299,7 +299,7 @@ func (c *chaos) stop(i int) {
 		go func() { p.Wait(); close(done) }()
 		select {
 		case <-done:
-		case <-time.After(30 * time.Second):
+		case <-time.After(90 * time.Second):
 			p.Process.Kill()
 			<-done
 		}
