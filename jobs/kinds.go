@@ -38,7 +38,10 @@ type kind struct {
 	interval func(job Job, j *scheduler.Job, iv scheduler.Interval)
 	// small: after a run, count the target's small files for /metrics.
 	small bool
-	env   Env
+	// formats: the kind runs on a table of another format, its --format
+	// flag naming the table's (compact); other kinds refuse such a table.
+	formats bool
+	env     Env
 }
 
 // targeted is a Job that writes one table, named by its TABLE argument.
@@ -58,7 +61,7 @@ func Kinds(env Env) map[string]scheduler.Kind {
 		{name: "ingest", new: func() Job { return &Ingest{} }, target: "table", tables: []string{"table", "quarantine"},
 			locations: []string{"from"}, required: []string{"table", "from"}, interval: ingestInterval, small: true},
 		{name: "compact", new: func() Job { return &Compact{} }, target: "table", tables: []string{"table"},
-			required: []string{"table"}, extra: compactScope, interval: compactInterval, small: true},
+			required: []string{"table"}, extra: compactScope, interval: compactInterval, small: true, formats: true},
 		{name: "rollup", new: func() Job { return &Rollup{} }, target: "out", tables: []string{"out", "source"},
 			locations: []string{"snapshot"}, required: []string{"out", "source", "snapshot", "key", "time", "measure"},
 			checkJob: rollupZone, interval: rollupInterval, small: true},
@@ -96,7 +99,14 @@ func (k *kind) build(p *scheduler.Pipeline, j *scheduler.Job) (Job, []*scheduler
 				bad(o.Key, "names one table, not a list")
 			case !ok:
 				bad(o.Key, "unknown table %q (the file declares %s)", o.Value, strings.Join(tableNames(p), ", "))
+			case t.Format != "" && t.Format != "sluice" && !k.formats:
+				bad(o.Key, "table %s is a %s table: a %s job on it is not built yet (compact is)", o.Value, t.Format, k.name)
 			case o.Key == k.target:
+				if _, own := j.Option("format"); t.Format != "" && k.formats && !own {
+					if err := fs.Set("format", t.Format); err != nil {
+						bad(o.Key, "%v", err)
+					}
+				}
 				*job.(targeted).targetTable() = t.Location
 			default:
 				if err := fs.Set(kebab(o.Key), t.Location); err != nil {

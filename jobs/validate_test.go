@@ -55,3 +55,50 @@ jobs:
 		})
 	}
 }
+
+// A table the file says is a Delta table is compacted as one (its format
+// given to compact's --format, unless the job says otherwise); any other
+// kind of job on it is refused as not built, and so is a format the file
+// cannot name.
+func TestTableFormatReachesCompact(t *testing.T) {
+	const head = `tables:
+  events: {location: lake/events, format: delta}
+  daily: {location: lake/daily}
+jobs:
+  j:
+    schedule: "@daily"
+`
+	kinds := Kinds(Env{})
+	parse := func(job string) (*scheduler.Pipeline, error) {
+		return scheduler.Parse(filepath.Join(t.TempDir(), "p.yaml"), []byte(head+"    "+job+"\n"), kinds, func(string) (string, bool) { return "", false })
+	}
+	for job, want := range map[string]string{
+		`compact: {table: events}`:                 "delta",
+		`compact: {table: events, format: sluice}`: "sluice",
+		`compact: {table: daily}`:                  "",
+	} {
+		p, err := parse(job)
+		if err != nil {
+			t.Fatalf("%s: %v", job, err)
+		}
+		built, errs := kinds["compact"].(*kind).build(p, p.Jobs["j"])
+		if len(errs) > 0 {
+			t.Fatalf("%s: %v", job, errs[0])
+		}
+		if got := built.(*Compact).Format; got != want {
+			t.Errorf("%s: --format %q; want %q", job, got, want)
+		}
+	}
+	for job, says := range map[string]string{
+		`vacuum: {table: events}`: "jobs.j.vacuum.table: table events is a delta table: a vacuum job on it is not built yet",
+		`rollup: {out: daily, source: events, snapshot: s.csv, key: [id], time: ts, measure: "x=sum(n)"}`: "jobs.j.rollup.source: table events is a delta table: a rollup job on it is not built yet",
+	} {
+		if _, err := parse(job); !errors.Is(err, scheduler.ErrInvalid) || !strings.Contains(err.Error(), says) {
+			t.Errorf("%s: %v; want it refused saying %q", job, err, says)
+		}
+	}
+	_, err := scheduler.Parse(filepath.Join(t.TempDir(), "p.yaml"), []byte("tables:\n  e: {location: x, format: hudi}\njobs: {}\n"), Kinds(Env{}), func(string) (string, bool) { return "", false })
+	if !errors.Is(err, scheduler.ErrInvalid) || !strings.Contains(err.Error(), `tables.e.format: "hudi": want one of sluice, delta, iceberg`) {
+		t.Errorf("format hudi: %v", err)
+	}
+}

@@ -32,7 +32,7 @@
 //
 //	lake: LOCATION        # where _sluice/runs/ lives (default: the tables' common parent)
 //	tables:
-//	  NAME: {location, schema, partition_by, target_file_size}
+//	  NAME: {location, schema, partition_by, target_file_size, format}   # format: sluice|delta|iceberg
 //	jobs:
 //	  NAME:
 //	    schedule: SPEC    # robfig/cron: 5 fields, or 6 with seconds first; @daily, @every 5m; CRON_TZ=Zone prefix

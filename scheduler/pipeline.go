@@ -39,8 +39,14 @@ type Table struct {
 	// Schema, PartitionBy and TargetFileSize describe a table to create;
 	// a table with only a location is an existing one.
 	Schema, PartitionBy, TargetFileSize string
-	Pos                                 Pos
+	// Format is the table's format as the file says it: "" (sluice's),
+	// "sluice", "delta" or "iceberg".
+	Format string
+	Pos    Pos
 }
+
+// TableFormats are the values a table's format key may take.
+var TableFormats = []string{"sluice", "delta", "iceberg"}
 
 // Option is one option of a job's kind, as the file gives it: a scalar
 // (Value) or a list of scalars (List, IsList).
@@ -377,8 +383,13 @@ func (ps *parser) table(k, v *yaml.Node) {
 			t.PartitionBy = s
 		case "target_file_size":
 			t.TargetFileSize = s
+		case "format":
+			if !slices.Contains(TableFormats, s) {
+				ps.fail(val, join(path, key.Value), "%q: want one of %s", s, strings.Join(TableFormats, ", "))
+			}
+			t.Format = s
 		default:
-			ps.fail(key, join(path, key.Value), "unknown key (want location, schema, partition_by or target_file_size)")
+			ps.fail(key, join(path, key.Value), "unknown key (want location, schema, partition_by, target_file_size or format)")
 		}
 	}
 	if !hasLocation {

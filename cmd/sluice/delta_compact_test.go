@@ -384,3 +384,32 @@ func TestTwoDeltaCompactionsAtOnce(t *testing.T) {
 	}
 	t.Logf("%d versions committed, %d partitions dropped", committed, dropped)
 }
+
+// A pipeline's compact job on a table the file says is a Delta table
+// compacts it in place, as the command does.
+func TestPipelineCompactsADeltaTable(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "t")
+	copyDir(t, filepath.Join(repoRoot(t), "testdata", "delta-golden", "time-travel-partition-changes-b"), dir)
+	before := logVersions(t, dir)
+	want := deltaRead(t, dir, -1)
+	config := filepath.Join(t.TempDir(), "p.yaml")
+	yaml := fmt.Sprintf("lake: %s\ntables:\n  d: {location: %s, format: delta}\njobs:\n  c:\n    schedule: \"@daily\"\n    compact: {table: d, min_input_files: 2, scope: all}\n",
+		filepath.Join(filepath.Dir(config), "lake"), dir)
+	if err := os.WriteFile(config, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustSluice(t, "validate", "--config", config)
+	run := runsOf(t, mustSluice(t, "run", "--config", config, "c", "--json"))
+	if len(run) != 1 || run[0]["status"] != "succeeded" {
+		t.Fatalf("runs %v", run)
+	}
+	if n := logVersions(t, dir); n <= before {
+		t.Fatalf("the job committed nothing to the Delta log (%d versions)", n)
+	}
+	if c := readDeltaCommit(t, dir, int64(before)); c.info["operation"] != "OPTIMIZE" {
+		t.Errorf("the job's commit: %v", c.info)
+	}
+	if got := deltaRead(t, dir, -1); got.Rows != want.Rows || got.Checksum != want.Checksum {
+		t.Errorf("after the job the table reads %+v; before %+v", got, want)
+	}
+}
