@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net/url"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -17,6 +19,7 @@ import (
 	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/cloud"
 	"github.com/sluice-data/sluice/delta"
+	"github.com/sluice-data/sluice/internal/testenv"
 )
 
 // deltaCommit is one commit of a Delta log, as a test reads it back.
@@ -205,8 +208,9 @@ func TestCompactRefusesDeltaTablesItCannotWrite(t *testing.T) {
 }
 
 // A Delta table of n copies of one Spark-written file (10 rows of a long
-// "id"), in one commit after the table's creation.
-func deltaTableOfCopies(t *testing.T, dir string, n int) (src string) {
+// "id"), in one commit after the table's creation; with parts > 0 it is
+// partitioned by a string p, the copies spread over p=0 .. p=parts-1.
+func deltaTableOfCopies(t *testing.T, dir string, n, parts int) (src string) {
 	t.Helper()
 	golden := filepath.Join(repoRoot(t), "testdata", "delta-golden", "basic-with-inserts-deletes-checkpoint")
 	src = filepath.Join(golden, "part-00000-0869ab64-e69d-407f-80d4-1a2ea1f69d11-c000.snappy.parquet")
@@ -216,18 +220,26 @@ func deltaTableOfCopies(t *testing.T, dir string, n int) (src string) {
 	}
 	defer st.Close()
 	tbl := delta.New(st)
+	schema, cols := `{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}}]}`, []string{}
+	if parts > 0 {
+		schema = `{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}},{"name":"p","type":"string","nullable":true,"metadata":{}}]}`
+		cols = []string{"p"}
+	}
 	err = tbl.Commit(context.Background(), 0, []delta.Action{
 		{Protocol: &delta.Protocol{MinReaderVersion: 1, MinWriterVersion: 2}},
 		{Metadata: &delta.Metadata{ID: "copies", Format: delta.Format{Provider: "parquet", Options: map[string]string{}},
-			SchemaString:     `{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}}]}`,
-			PartitionColumns: []string{}, Configuration: map[string]string{}}},
+			SchemaString: schema, PartitionColumns: cols, Configuration: map[string]string{}}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var adds []delta.Action
 	for i := range n {
-		adds = append(adds, copyAdd(t, src, dir, fmt.Sprintf("part-%05d-copy.snappy.parquet", i)))
+		name := fmt.Sprintf("part-%05d-copy.snappy.parquet", i)
+		if parts > 0 {
+			name = fmt.Sprintf("p=%d/%s", i%parts, name)
+		}
+		adds = append(adds, copyAdd(t, src, dir, name))
 	}
 	if err := tbl.Commit(context.Background(), 1, adds); err != nil {
 		t.Fatal(err)
@@ -235,17 +247,26 @@ func deltaTableOfCopies(t *testing.T, dir string, n int) (src string) {
 	return src
 }
 
-// copyAdd copies src into the table at dir as name and returns its add.
+// copyAdd copies src into the table at dir as name (in a p=K folder: of
+// partition K) and returns its add.
 func copyAdd(t *testing.T, src, dir, name string) delta.Action {
 	t.Helper()
 	b, err := os.ReadFile(src)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return delta.Action{Add: &delta.Add{Path: name, PartitionValues: map[string]*string{}, Size: int64(len(b)),
+	vals := map[string]*string{}
+	if folder, _, ok := strings.Cut(name, "/"); ok {
+		v := strings.TrimPrefix(folder, "p=")
+		vals["p"] = &v
+	}
+	return delta.Action{Add: &delta.Add{Path: name, PartitionValues: vals, Size: int64(len(b)),
 		ModificationTime: time.Now().UnixMilli(), DataChange: true, Stats: `{"numRecords":10}`}}
 }
 
@@ -258,7 +279,7 @@ func TestCompactBesideADeltaAppender(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	src := deltaTableOfCopies(t, dir, 600)
+	src := deltaTableOfCopies(t, dir, 600, 0)
 	before := deltaRead(t, dir, -1)
 
 	st, err := cloud.Open(context.Background(), dir)
@@ -342,7 +363,7 @@ func TestTwoDeltaCompactionsAtOnce(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	deltaTableOfCopies(t, dir, 2000)
+	deltaTableOfCopies(t, dir, 2000, 0)
 	before := deltaRead(t, dir, -1)
 	args := []string{"--json", "compact", dir, "--include-current", "--target-file-size", "1MiB", "--workers", "1"}
 	rs := sluiceAll(t, nil, [][]string{args, args})
@@ -412,4 +433,74 @@ func TestPipelineCompactsADeltaTable(t *testing.T) {
 	if got := deltaRead(t, dir, -1); got.Rows != want.Rows || got.Checksum != want.Checksum {
 		t.Errorf("after the job the table reads %+v; before %+v", got, want)
 	}
+}
+
+// kill -9 at random points of 20 compactions of a Delta table, each
+// after a writer appended more small files, leaves a table the independent
+// reader reads, at the old version or the new, with the rows it held; a
+// last, uninterrupted compaction then finishes the work. Files a killed
+// compaction wrote and never committed stay behind, unlisted: vacuum of a
+// Delta table (not built yet) is what removes them.
+func TestKilledDeltaCompactionsLeaveAReadableTable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("20 compactions killed: not in -short")
+	}
+	dir := filepath.Join(t.TempDir(), "t")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src := deltaTableOfCopies(t, dir, 600, 10)
+	st, err := cloud.Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	tbl := delta.New(st)
+	rng := rand.New(rand.NewPCG(31, 0))
+	killed := 0
+	for i := range 20 {
+		if i > 0 {
+			var adds []delta.Action
+			for j := range 150 {
+				adds = append(adds, copyAdd(t, src, dir, fmt.Sprintf("p=%d/part-%05d-%02d.snappy.parquet", j%10, j, i)))
+			}
+			s, err := tbl.Snapshot(context.Background(), delta.Latest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tbl.CommitRebased(context.Background(), delta.Rebase{Read: s.Version}, adds); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := deltaRead(t, dir, -1)
+		cmd := exec.Command(sluiceBin, "compact", dir, "--include-current", "--target-file-size", "64KiB", "-q")
+		cmd.Env = append(os.Environ(), testenv.Env()...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		select {
+		case err := <-exited:
+			if err != nil {
+				t.Fatalf("compaction %d failed before it was killed: %v", i, err)
+			}
+		case <-time.After(time.Duration(rng.IntN(500)) * time.Millisecond):
+			cmd.Process.Kill()
+			<-exited
+			killed++
+		}
+		if got := deltaRead(t, dir, -1); got.Rows != want.Rows || got.Checksum != want.Checksum {
+			t.Fatalf("after compaction %d was killed the table reads %+v; before %+v", i, got, want)
+		}
+	}
+	want := deltaRead(t, dir, -1)
+	mustSluice(t, "compact", dir, "--include-current", "--target-file-size", "64KiB", "-q")
+	if got := deltaRead(t, dir, -1); got.Rows != want.Rows || got.Checksum != want.Checksum {
+		t.Fatalf("after the last compaction the table reads %+v; before %+v", got, want)
+	}
+	if killed == 0 {
+		t.Error("no compaction was killed midway: every one ended before its kill")
+	}
+	t.Logf("%d of 20 compactions killed midway; the log has %d versions", killed, logVersions(t, dir))
 }
