@@ -25,18 +25,7 @@ func maintained(t *testing.T, loc string, n int) (*delta.Table, *delta.Maintaine
 			t.Fatal(err)
 		}
 	}
-	m, err := tbl.Maintain(delta.MaintainOptions{S3ConditionalWriters: true, EngineInfo: "sluice/test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	man, err := m.Latest(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := m.Files(ctx, man)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, m, files := maintainedAt(t, tbl)
 	return tbl, m, files
 }
 
