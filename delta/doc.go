@@ -29,5 +29,7 @@
 //   - optimize.go: a compaction's actions: commitInfo with OPTIMIZE's
 //     metrics, a remove of each input, an add of each output;
 //   - schema.go: the log's schemaString as the data files' schema;
-//   - stats.go: a written file's stats JSON, as Spark collects them.
+//   - stats.go: a written file's stats JSON, as Spark collects them;
+//   - history.go: the commits of the log, with what each added and
+//     removed and the table's totals after it.
 package delta

@@ -2,7 +2,6 @@ package delta
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -54,16 +53,8 @@ type File struct {
 // NumRecords is the file's row count from its statistics, and whether
 // the log had one.
 func (f *File) NumRecords() (int64, bool) {
-	if f.Add.Stats == "" {
-		return 0, false
-	}
-	var s struct {
-		NumRecords *int64 `json:"numRecords"`
-	}
-	if json.Unmarshal([]byte(f.Add.Stats), &s) != nil || s.NumRecords == nil {
-		return 0, false
-	}
-	return *s.NumRecords, true
+	n := statsRows(f.Add.Stats)
+	return max(n, 0), n >= 0
 }
 
 // Snapshot is a table as of one version: the result of Action

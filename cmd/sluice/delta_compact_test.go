@@ -504,3 +504,67 @@ func TestKilledDeltaCompactionsLeaveAReadableTable(t *testing.T) {
 	}
 	t.Logf("%d of 20 compactions killed midway; the log has %d versions", killed, logVersions(t, dir))
 }
+
+// sluice history on a Delta table lists every commit left in its log with
+// what commitInfo says, and after each the live files and rows the
+// independent reader replays at that version; a sluice compaction shows
+// as OPTIMIZE, removing files without changing rows. A log whose first
+// commits were cleaned up starts from the checkpoint before the first
+// commit left.
+func TestHistoryOfADeltaTable(t *testing.T) {
+	for _, name := range []string{"basic-with-inserts-deletes-checkpoint", "time-travel-partition-changes-b", "kernel-timestamp-INT96", "cleaned"} {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "t")
+			if name == "cleaned" {
+				copyDir(t, filepath.Join(repoRoot(t), "testdata", "delta-golden", "basic-with-inserts-deletes-checkpoint"), dir)
+				for v := range 10 {
+					if err := os.Remove(filepath.Join(dir, "_delta_log", fmt.Sprintf("%020d.json", v))); err != nil {
+						t.Fatal(err)
+					}
+				}
+			} else {
+				copyDir(t, filepath.Join(repoRoot(t), "testdata", "delta-golden", name), dir)
+			}
+			mustSluice(t, "compact", dir, "--min-input-files", "2", "--include-current", "-q")
+			vs, _ := summaryOf(t, mustSluice(t, "--json", "history", dir))["versions"].([]any)
+			if first := vs[0].(map[string]any)["version"].(float64); name == "cleaned" && first != 11 {
+				t.Errorf("the cleaned log's history starts at version %v; want 11, after the checkpoint of 10", first)
+			}
+			if want := logVersions(t, dir); name != "cleaned" && len(vs) != want || name == "cleaned" && len(vs) != want-1 {
+				t.Fatalf("history lists %d versions; the log has %d commits", len(vs), want)
+			}
+			last := vs[len(vs)-1].(map[string]any)
+			if last["operation"] != "OPTIMIZE" || last["data_change"] != false || last["rows_added"] != last["rows_removed"] {
+				t.Errorf("the compaction's version: %v", last)
+			}
+			for _, x := range vs {
+				h := x.(map[string]any)
+				v := int64(h["version"].(float64))
+				out, err := exec.Command("node", filepath.Join(repoRoot(t), "tools", "deltarows.mjs"), "--files-only", "--version", fmt.Sprint(v), dir).Output()
+				if err != nil {
+					t.Fatalf("deltarows --version %d: %v: %s", v, err, stderrOf(err))
+				}
+				var ind struct {
+					Files []struct {
+						NumRecords *int64 `json:"numRecords"`
+					} `json:"files"`
+				}
+				if err := json.Unmarshal(out, &ind); err != nil {
+					t.Fatal(err)
+				}
+				var rows int64
+				known := true
+				for _, f := range ind.Files {
+					if f.NumRecords == nil {
+						known = false
+					} else {
+						rows += *f.NumRecords
+					}
+				}
+				if h["files"] != float64(len(ind.Files)) || known && h["rows"] != float64(rows) || !known && h["rows"] != nil {
+					t.Errorf("version %d: history says %v files, %v rows; the independent reader %d files, %d rows (all counted: %v)", v, h["files"], h["rows"], len(ind.Files), rows, known)
+				}
+			}
+		})
+	}
+}

@@ -1,6 +1,11 @@
 package main
 
 import (
+	"fmt"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
 	"github.com/spf13/cobra"
 
 	"github.com/sluice-data/sluice/cloud"
@@ -59,4 +64,59 @@ func (a *app) deltaFiles(cmd *cobra.Command, loc string, version int64, versionS
 		}
 	}
 	return true, w.Flush()
+}
+
+// deltaHistory prints the history of the Delta table at loc as history
+// prints a sluice table's. done is false when loc holds no Delta log.
+func (a *app) deltaHistory(cmd *cobra.Command, loc string) (done bool, err error) {
+	ctx := cmd.Context()
+	st, err := cloud.Open(ctx, loc)
+	if err != nil {
+		return false, nil
+	}
+	defer st.Close()
+	if ok, err := delta.IsDelta(ctx, st); !ok || err != nil {
+		return false, nil
+	}
+	hist, err := delta.New(st).History(ctx)
+	if err != nil {
+		return true, err
+	}
+	rows := func(n int64, known bool) any {
+		if !known {
+			return nil
+		}
+		return n
+	}
+	if a.jsonOut {
+		vs := make([]map[string]any, len(hist))
+		for i, h := range hist {
+			v := map[string]any{"version": h.Version, "committed_at": nil, "operation": h.Operation, "engine": h.Engine,
+				"files_added": h.FilesAdded, "files_removed": h.FilesRemoved,
+				"rows_added": rows(h.RowsAdded, h.RowsKnown), "rows_removed": rows(h.RowsRemoved, h.RowsKnown),
+				"data_change": h.DataChange, "files": h.Files, "rows": rows(h.Rows, h.TotalKnown)}
+			if !h.Timestamp.IsZero() {
+				v["committed_at"] = h.Timestamp.Format(time.RFC3339Nano)
+			}
+			vs[i] = v
+		}
+		return true, a.summary(map[string]any{"command": "history", "table": loc, "format": "delta", "versions": vs})
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "VERSION\tTIME\tOPERATION\tENGINE\tFILES +/-\tROWS +/-\tFILES\tROWS")
+	for _, h := range hist {
+		when, added, removed, total := "-", "?", "?", "?"
+		if !h.Timestamp.IsZero() {
+			when = h.Timestamp.Format("2006-01-02 15:04:05Z")
+		}
+		if h.RowsKnown {
+			added, removed = strconv.FormatInt(h.RowsAdded, 10), strconv.FormatInt(h.RowsRemoved, 10)
+		}
+		if h.TotalKnown {
+			total = strconv.FormatInt(h.Rows, 10)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t+%d/-%d\t+%s/-%s\t%d\t%s\n", h.Version, when, textName(h.Operation), textName(h.Engine),
+			h.FilesAdded, h.FilesRemoved, added, removed, h.Files, total)
+	}
+	return true, tw.Flush()
 }

@@ -250,7 +250,13 @@ mirroring each version, "expired" once vacuum expired it, "-" for a version
 not mirrored yet ("?" if the catalog could not be read). --json gives each
 version "mirrored" (true once the mirror reached it) and
 "iceberg_snapshot_id" (a string), and "iceberg" the catalog, identifier and
-the version the mirror is at.`,
+the version the mirror is at.
+
+TABLE may be a Delta Lake table (a folder with _delta_log/ and no sluice
+table): its commits, each with commitInfo's time and operation (OPTIMIZE for
+a compaction, sluice's included) and engine in the RUN column, the files
+and rows its add and remove actions count ("?" rows where a file's stats
+have no numRecords), and the table's files and rows after it.`,
 		Args: exactArgs(1, "TABLE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			t, err := a.openTable(cmd, args[0])
@@ -259,6 +265,12 @@ the version the mirror is at.`,
 			}
 			defer t.Close()
 			hist, err := t.History(cmd.Context())
+			if errors.Is(err, catalog.ErrTableNotFound) {
+				// Not a sluice table: a Delta table's history, if it is one.
+				if done, derr := a.deltaHistory(cmd, args[0]); done {
+					return derr
+				}
+			}
 			if err != nil {
 				return err
 			}
