@@ -12,20 +12,32 @@ import (
 	"github.com/sluice-data/sluice/delta"
 )
 
+// openDelta opens the store at loc if it holds a Delta log; nil if it
+// cannot be opened or holds none, and the caller then reports the table
+// missing as it would have.
+func openDelta(cmd *cobra.Command, loc string) cloud.Store {
+	st, err := cloud.Open(cmd.Context(), loc)
+	if err != nil {
+		return nil
+	}
+	if ok, err := delta.IsDelta(cmd.Context(), st); !ok || err != nil {
+		st.Close()
+		return nil
+	}
+	return st
+}
+
 // deltaFiles lists the live files of the Delta table at loc, at version
 // (the newest unless versionSet), as files lists a sluice table's. done
 // is false when loc holds no Delta log: the caller reports the table
 // missing as it would have.
 func (a *app) deltaFiles(cmd *cobra.Command, loc string, version int64, versionSet, nul bool) (done bool, err error) {
 	ctx := cmd.Context()
-	st, err := cloud.Open(ctx, loc)
-	if err != nil {
+	st := openDelta(cmd, loc)
+	if st == nil {
 		return false, nil
 	}
 	defer st.Close()
-	if ok, err := delta.IsDelta(ctx, st); !ok || err != nil {
-		return false, nil
-	}
 	if !versionSet {
 		version = delta.Latest
 	}
@@ -70,14 +82,11 @@ func (a *app) deltaFiles(cmd *cobra.Command, loc string, version int64, versionS
 // prints a sluice table's. done is false when loc holds no Delta log.
 func (a *app) deltaHistory(cmd *cobra.Command, loc string) (done bool, err error) {
 	ctx := cmd.Context()
-	st, err := cloud.Open(ctx, loc)
-	if err != nil {
+	st := openDelta(cmd, loc)
+	if st == nil {
 		return false, nil
 	}
 	defer st.Close()
-	if ok, err := delta.IsDelta(ctx, st); !ok || err != nil {
-		return false, nil
-	}
 	hist, err := delta.New(st).History(ctx)
 	if err != nil {
 		return true, err
