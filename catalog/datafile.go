@@ -49,6 +49,11 @@ func NewDataFilePath(partition string) string {
 	return partition + "/" + name
 }
 
+// NewDataFilePath names a data file written for the table, in partition:
+// NewDataFilePath's name. A table of another format names its own (see
+// Maintainable).
+func (t *Table) NewDataFilePath(partition string) string { return NewDataFilePath(partition) }
+
 // ownDataFile matches the base names NewDataFilePath gives.
 var ownDataFile = regexp.MustCompile(`^part-[0-9]{8}T[0-9]{6}-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.zstd\.parquet$`)
 

@@ -7,8 +7,9 @@ import (
 )
 
 // Maintainable is what the maintenance jobs need of a table, whatever its
-// format: its newest version and live files, where a data file lives, a
-// commit of files removed and added, and its release. *Table implements
+// format: its newest version and live files, where a data file lives, the
+// name of a data file written for it, a commit of files removed and
+// added, and its release. *Table implements
 // it for sluice tables; a format package implements it for its own
 // (delta.Maintained for a Delta table), so that compaction's planner,
 // rewrite and verification are the same for every format.
@@ -16,6 +17,7 @@ type Maintainable interface {
 	Latest(ctx context.Context) (*Manifest, error)
 	Files(ctx context.Context, m *Manifest) ([]DataFile, error)
 	DataFileStore(ctx context.Context, f DataFile) (cloud.Store, string, error)
+	NewDataFilePath(partition string) string
 	Store() cloud.Store
 	Commit(ctx context.Context, c Change) (*Manifest, error)
 	Close() error

@@ -21,15 +21,14 @@ import (
 )
 
 // Table is what compaction needs of a table: its newest version and live
-// files, where a data file lives, and the commit. Every
-// catalog.Maintainable implements it: *catalog.Table, a Delta table. A
-// table that also has a method NewDataFilePath(partition string) string
-// names the files written for it (a Delta table names them as Delta's
-// writers do); otherwise they are named by catalog.NewDataFilePath.
+// files, where a data file lives, the name of a file written for it (a
+// Delta table names its files as Delta's writers do), and the commit.
+// Every catalog.Maintainable implements it: *catalog.Table, a Delta table.
 type Table interface {
 	Latest(ctx context.Context) (*catalog.Manifest, error)
 	Files(ctx context.Context, m *catalog.Manifest) ([]catalog.DataFile, error)
 	DataFileStore(ctx context.Context, f catalog.DataFile) (cloud.Store, string, error)
+	NewDataFilePath(partition string) string
 	Store() cloud.Store
 	Commit(ctx context.Context, c catalog.Change) (*catalog.Manifest, error)
 }
@@ -129,9 +128,7 @@ func Run(ctx context.Context, t Table, o Options) (Result, error) {
 		return res, err
 	}
 	o = o.withDefaults()
-	if n, ok := t.(interface{ NewDataFilePath(partition string) string }); ok {
-		o.Rewrite.NewPath = n.NewDataFilePath
-	}
+	o.Rewrite.NewPath = t.NewDataFilePath
 
 	m, err := t.Latest(ctx)
 	if err != nil {

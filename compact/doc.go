@@ -38,8 +38,8 @@
 //     folding its leaves' repetition and definition levels.
 //
 // It is format-blind: a table is whatever implements Table (a sluice
-// table, a Delta table through delta.Maintained), which also names the
-// files written for it.
+// table, a Delta table through delta.Maintained), names of the files
+// written for it included.
 //
 // compact never deletes an input file: replaced files stay live in older
 // versions until vacuum removes them after the retention. It never imports
