@@ -13,6 +13,7 @@ import (
 	"github.com/sluice-data/sluice/cloud"
 
 	"github.com/sluice-data/sluice/compact"
+	"github.com/sluice-data/sluice/scheduler"
 )
 
 // Compact bin-packs a table's small files into large ones.
@@ -75,12 +76,11 @@ func (o *Compact) Validate() error {
 	if o.MinFileAge < 0 {
 		errs = append(errs, bad("min-file-age", "%s: want a duration >= 0", o.MinFileAge))
 	}
-	if o.Format != "" && !slices.Contains(Formats, o.Format) {
-		if o.Format == "iceberg" {
-			errs = append(errs, bad("format", "iceberg: compaction of Iceberg tables in their catalogs is not built yet"))
-		} else {
-			errs = append(errs, bad("format", "%q: want one of %s", o.Format, strings.Join(Formats, ", ")))
-		}
+	switch {
+	case o.Format == "iceberg":
+		errs = append(errs, bad("format", "iceberg: compaction of Iceberg tables in their catalogs is not built yet"))
+	case o.Format != "" && !slices.Contains(scheduler.TableFormats, o.Format):
+		errs = append(errs, bad("format", "%q: want one of %s", o.Format, strings.Join(scheduler.TableFormats, ", ")))
 	}
 	for _, p := range o.Partitions {
 		if !strings.Contains(p, "=") {

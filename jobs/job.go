@@ -61,10 +61,11 @@ type Env struct {
 	// mirror) and a report for the summary's "iceberg". An error refuses
 	// the vacuum: it could not tell which files the mirror needs.
 	MirrorKeep func(ctx context.Context, t *catalog.Table, table string, dryRun bool) (keep func(context.Context, time.Time) (map[string]bool, error), report map[string]any, err error)
-	// OpenFormat, when set, opens the table at loc if it is of another
-	// format than sluice's (a Delta table), as o says; it returns nil and
-	// no error for a sluice table. Unset, every table is a sluice table.
-	OpenFormat func(ctx context.Context, loc string, o FormatOptions) (catalog.Maintainable, error)
+	// OpenFormat, when set, is given the handle a job opened on its
+	// table's location and returns the table of another format there (a
+	// Delta table), as o says, which then owns t's store; nil, for a
+	// sluice table, keeps t. Unset, every table is a sluice table.
+	OpenFormat func(ctx context.Context, t *catalog.Table, o FormatOptions) (catalog.Maintainable, error)
 }
 
 // FormatOptions say how a job opens a table of another format.
@@ -78,9 +79,6 @@ type FormatOptions struct {
 	// DryRun opens the table to plan only.
 	DryRun bool
 }
-
-// Formats are the table formats a --format may name.
-var Formats = []string{"sluice", "delta"}
 
 // Progress reports how far a phase is.
 type Progress interface {
@@ -128,24 +126,26 @@ func (e Env) begin(ctx context.Context, j Job, loc string) (*catalog.Table, erro
 // beginMaintained validates j's options and opens the table at loc, of
 // whatever format fo says or the location shows; its error is classified.
 func (e Env) beginMaintained(ctx context.Context, j Job, loc string, fo FormatOptions) (catalog.Maintainable, error) {
-	if err := j.Validate(); err != nil {
-		return nil, classify(err)
+	t, err := e.begin(ctx, j, loc)
+	if err != nil {
+		return nil, err
 	}
-	if e.OpenFormat != nil && fo.Format != "sluice" {
-		t, err := e.OpenFormat(ctx, loc, fo)
+	if fo.Format == "sluice" {
+		return t, nil
+	}
+	if e.OpenFormat != nil {
+		other, err := e.OpenFormat(ctx, t, fo)
 		if err != nil {
+			t.Close()
 			return nil, classify(err)
 		}
-		if t != nil {
-			return t, nil
+		if other != nil {
+			return other, nil
 		}
 	}
-	if fo.Format != "" && fo.Format != "sluice" {
+	if fo.Format != "" {
+		t.Close()
 		return nil, classify(fmt.Errorf("%s: --format %s: no such table there", loc, fo.Format))
-	}
-	t, err := e.open(ctx, loc)
-	if err != nil {
-		return nil, classify(err)
 	}
 	return t, nil
 }

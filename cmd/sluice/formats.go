@@ -11,44 +11,35 @@ import (
 	"github.com/sluice-data/sluice/jobs"
 )
 
-// openFormat opens the table at loc for a job if it is a Delta table
-// (jobs.Env.OpenFormat): one the user named with --format delta, or a
-// folder with a Delta log and no sluice table. A sluice table, or a
-// location holding neither, gives nil: the job opens it as sluice's.
-func openFormat(ctx context.Context, loc string, o jobs.FormatOptions) (catalog.Maintainable, error) {
-	st, err := cloud.Open(ctx, loc)
-	if err != nil {
+// openFormat gives the job's table as a Delta table when the folder t
+// was opened on is one (jobs.Env.OpenFormat): one the user named with
+// --format delta, or a folder with a Delta log and no sluice table. It
+// returns nil, keeping t, for a folder with no Delta log.
+func openFormat(ctx context.Context, t *catalog.Table, o jobs.FormatOptions) (catalog.Maintainable, error) {
+	loc := cloud.Redact(t.Location())
+	isDelta, err := delta.IsDelta(ctx, t.Store())
+	switch {
+	case err != nil:
 		return nil, err
-	}
-	isDelta, err := delta.IsDelta(ctx, st)
-	if err != nil {
-		st.Close()
-		return nil, err
-	}
-	if o.Format == "" && isDelta {
+	case !isDelta && o.Format == "delta":
+		return nil, fmt.Errorf("%s: --format delta: %w (no commit in _delta_log/)", loc, delta.ErrNotDelta)
+	case !isDelta:
+		return nil, nil
+	case o.Format == "":
 		// Both logs in one folder: a sluice table imported in place
 		// from a Delta folder keeps the Delta log beside its own. The
 		// user says which one is meant.
-		if _, err := catalog.NewTable(loc, st, catalog.Options{}).LatestVersion(ctx); !errors.Is(err, catalog.ErrTableNotFound) {
-			st.Close()
+		if _, err := t.LatestVersion(ctx); !errors.Is(err, catalog.ErrTableNotFound) {
 			if err != nil {
 				return nil, err
 			}
-			return nil, fmt.Errorf("%s holds both a sluice table and a Delta log: say --format sluice or --format delta", cloud.Redact(loc))
+			return nil, fmt.Errorf("%s holds both a sluice table and a Delta log: say --format sluice or --format delta", loc)
 		}
 	}
-	if !isDelta {
-		st.Close()
-		if o.Format == "delta" {
-			return nil, fmt.Errorf("%s: --format delta: %w (no commit in _delta_log/)", cloud.Redact(loc), delta.ErrNotDelta)
-		}
-		return nil, nil
-	}
-	t, err := delta.New(st).Maintain(delta.MaintainOptions{S3ConditionalWriters: o.DeltaS3ConditionalWriters,
+	m, err := delta.New(t.Store()).Maintain(delta.MaintainOptions{S3ConditionalWriters: o.DeltaS3ConditionalWriters,
 		DryRun: o.DryRun, EngineInfo: "sluice/" + readBuildVersion().Version})
 	if err != nil {
-		st.Close()
 		return nil, err
 	}
-	return t, nil
+	return m, nil
 }
