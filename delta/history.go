@@ -36,7 +36,8 @@ type Version struct {
 // History reads the table's commits, oldest first: from version 0, or,
 // where older commits were cleaned up, those after the newest checkpoint
 // at or below the first commit left (the totals then start from that
-// checkpoint). It holds the live files' row counts, not their actions.
+// checkpoint). It holds the live files' row counts, not their actions,
+// with running totals: a commit costs its actions, not the table's size.
 func (t *Table) History(ctx context.Context) ([]Version, error) {
 	l, err := listLog(ctx, t.st)
 	if err != nil {
@@ -50,8 +51,9 @@ func (t *Table) History(ctx context.Context) ([]Version, error) {
 		versions = append(versions, v)
 	}
 	sort.Slice(versions, func(i, j int) bool { return versions[i] < versions[j] })
-	live := map[string]int64{} // canonical path -> rows (-1: unknown)
+	live := liveRows{rows: map[fileKey]int64{}}
 	root := rootPrefix(t.st)
+	key := func(path string, dv *DeletionVector) fileKey { return fileKey{canonical(path, root), dv.uniqueID()} }
 	from := int64(-1)
 	if len(versions) > 0 && versions[0] > 0 {
 		// The log starts after a cleanup: start from a checkpoint.
@@ -60,7 +62,7 @@ func (t *Table) History(ctx context.Context) ([]Version, error) {
 				if err := readCheckpoint(ctx, t.st, cs[0], func(as []Action) error {
 					for _, a := range as {
 						if a.Add != nil {
-							live[canonical(a.Add.Path, root)] = statsRows(a.Add.Stats)
+							live.add(key(a.Add.Path, a.Add.DeletionVector), statsRows(a.Add.Stats))
 						}
 					}
 					return nil
@@ -104,30 +106,54 @@ func (t *Table) History(ctx context.Context) ([]Version, error) {
 				h.FilesAdded++
 				h.add(n, &h.RowsAdded)
 				h.DataChange = h.DataChange || a.Add.DataChange
-				live[canonical(a.Add.Path, root)] = n
+				live.add(key(a.Add.Path, a.Add.DeletionVector), n)
 			case a.Remove != nil:
-				key := canonical(a.Remove.Path, root)
-				n, ok := live[key]
+				n, ok := live.remove(key(a.Remove.Path, a.Remove.DeletionVector))
 				if !ok {
 					n = statsRows(a.Remove.Stats)
 				}
 				h.FilesRemoved++
 				h.add(n, &h.RowsRemoved)
 				h.DataChange = h.DataChange || a.Remove.DataChange
-				delete(live, key)
 			}
 		}
-		h.Files, h.TotalKnown = int64(len(live)), true
-		for _, n := range live {
-			if n < 0 {
-				h.TotalKnown = false
-				continue
-			}
-			h.Rows += n
-		}
+		h.Files, h.Rows, h.TotalKnown = int64(len(live.rows)), live.total, live.unknown == 0
 		out = append(out, h)
 	}
 	return out, nil
+}
+
+// liveRows are the live files' row counts (-1: unknown), keyed as Action
+// Reconciliation keys files, with their running totals.
+type liveRows struct {
+	rows    map[fileKey]int64
+	total   int64 // rows of the files whose count is known
+	unknown int   // files whose count is not
+}
+
+func (l *liveRows) add(k fileKey, n int64) {
+	l.remove(k) // an add of a live file replaces it
+	l.rows[k] = n
+	if n < 0 {
+		l.unknown++
+	} else {
+		l.total += n
+	}
+}
+
+// remove drops file k and returns its rows, if it was live.
+func (l *liveRows) remove(k fileKey) (int64, bool) {
+	n, ok := l.rows[k]
+	if !ok {
+		return 0, false
+	}
+	delete(l.rows, k)
+	if n < 0 {
+		l.unknown--
+	} else {
+		l.total -= n
+	}
+	return n, true
 }
 
 // add adds a file's rows n (-1: unknown) to *sum.

@@ -2,7 +2,6 @@ package delta
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/sluice-data/sluice/catalog"
 )
@@ -15,7 +14,7 @@ func (s *Snapshot) Listed() (*catalog.Listed, error) {
 	l := &catalog.Listed{Log: fmt.Sprintf("the Delta log at version %d", s.Version),
 		PartitionKeys: s.Metadata.PartitionColumns, Files: make([]catalog.ListedFile, 0, len(s.Files))}
 	for _, f := range s.Files {
-		if f.Absolute || strings.HasPrefix(f.Path, "../") || strings.Contains(f.Path, "/../") {
+		if f.outsideRoot() {
 			return nil, fmt.Errorf("%s names %s, outside the table's folder: import adopts a folder's own files", l.Log, f.Path)
 		}
 		vals := make(map[string]*string, len(s.Metadata.PartitionColumns))

@@ -122,7 +122,7 @@ func (m *Maintained) Files(_ context.Context, man *catalog.Manifest) ([]catalog.
 	cols := m.snap.Metadata.PartitionColumns
 	out := make([]catalog.DataFile, 0, len(m.snap.Files))
 	for _, f := range m.snap.Files {
-		if f.Absolute || strings.HasPrefix(f.Path, "../") || strings.Contains(f.Path, "/../") {
+		if f.outsideRoot() {
 			continue
 		}
 		vals := make(map[string]*string, len(cols))

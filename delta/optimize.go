@@ -36,9 +36,9 @@ func (m *Maintained) optimizeActions(c catalog.Change) (actions []Action, remove
 	for _, f := range c.Add {
 		addedBytes += f.Bytes
 		sizes = append(sizes, f.Bytes)
-		vals := make(map[string]*string, len(m.snap.Metadata.PartitionColumns))
-		for _, col := range m.snap.Metadata.PartitionColumns {
-			vals[col] = f.PartitionValues[col]
+		vals := f.PartitionValues // the inputs' (Files), copied by the rewrite
+		if vals == nil {
+			vals = map[string]*string{} // the log spells none as {}
 		}
 		actions = append(actions, Action{Add: &Add{Path: EncodePath(f.Path), PartitionValues: vals, Size: f.Bytes,
 			ModificationTime: now, DataChange: false, Stats: statsJSON(m.schema, f.FileStats, m.snap.Metadata.Configuration)}})

@@ -42,6 +42,12 @@ func (t *schemaType) UnmarshalJSON(b []byte) error {
 	return json.Unmarshal(b, t.obj)
 }
 
+// primitives are the Delta primitive types sluice writes, by their names.
+var primitives = map[string]pqio.Kind{
+	"long": pqio.KindInt64, "integer": pqio.KindInt32, "double": pqio.KindFloat64, "boolean": pqio.KindBool,
+	"string": pqio.KindString, "binary": pqio.KindBinary, "date": pqio.KindDate, "timestamp": pqio.KindTimestamp,
+}
+
 var decimalType = regexp.MustCompile(`^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$`)
 
 // DataSchema maps the table's schema, less its partition columns (which
@@ -74,23 +80,8 @@ func (m *Metadata) DataSchema() (pqio.Schema, error) {
 // pqio maps one type; path names the column in an error.
 func (t schemaType) pqio(path string) (pqio.Type, error) {
 	if t.obj == nil {
-		switch t.prim {
-		case "long":
-			return pqio.Type{Kind: pqio.KindInt64}, nil
-		case "integer":
-			return pqio.Type{Kind: pqio.KindInt32}, nil
-		case "double":
-			return pqio.Type{Kind: pqio.KindFloat64}, nil
-		case "boolean":
-			return pqio.Type{Kind: pqio.KindBool}, nil
-		case "string":
-			return pqio.Type{Kind: pqio.KindString}, nil
-		case "binary":
-			return pqio.Type{Kind: pqio.KindBinary}, nil
-		case "date":
-			return pqio.Type{Kind: pqio.KindDate}, nil
-		case "timestamp":
-			return pqio.Type{Kind: pqio.KindTimestamp}, nil
+		if k, ok := primitives[t.prim]; ok {
+			return pqio.Type{Kind: k}, nil
 		}
 		if m := decimalType.FindStringSubmatch(t.prim); m != nil {
 			p, _ := strconv.Atoi(m[1])

@@ -50,6 +50,12 @@ type File struct {
 	Add *Add
 }
 
+// outsideRoot reports whether the file is not under the table's folder:
+// an absolute URI, or a relative path climbing out of it.
+func (f *File) outsideRoot() bool {
+	return f.Absolute || strings.HasPrefix(f.Path, "../") || strings.Contains(f.Path, "/../")
+}
+
 // NumRecords is the file's row count from its statistics, and whether
 // the log had one.
 func (f *File) NumRecords() (int64, bool) {
