@@ -9,7 +9,8 @@ import (
 // Maintainable is what the maintenance jobs need of a table, whatever its
 // format: its newest version and live files, where a data file lives, the
 // name of a data file written for it, a commit of files removed and
-// added, and its release. *Table implements
+// added, what follows a run's last commit, and its release. *Table
+// implements
 // it for sluice tables; a format package implements it for its own
 // (delta.Maintained for a Delta table), so that compaction's planner,
 // rewrite and verification are the same for every format.
@@ -20,7 +21,14 @@ type Maintainable interface {
 	NewDataFilePath(partition string) string
 	Store() cloud.Store
 	Commit(ctx context.Context, c Change) (*Manifest, error)
+	// Settle is called once after a run's commits: a format whose log
+	// keeps a summary of itself (Delta's checkpoint) writes it. It says
+	// what it did ("" for nothing); its error undoes no commit.
+	Settle(ctx context.Context) (string, error)
 	Close() error
 }
 
 var _ Maintainable = (*Table)(nil)
+
+// Settle does nothing: a sluice table's manifest is its own summary.
+func (t *Table) Settle(context.Context) (string, error) { return "", nil }

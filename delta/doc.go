@@ -11,12 +11,18 @@
 // internal/pqio and of the packages that use this one. For maintenance it
 // gives a table as catalog.Maintainable (Maintained), so that sluice's
 // compaction plans, rewrites and verifies a Delta table's files as it does
-// its own, and commits each batch as Spark's OPTIMIZE would.
+// its own, commits each batch as Spark's OPTIMIZE would, and checkpoints
+// the log after it; and vacuums a Delta table as Delta's VACUUM does.
 //
 //   - actions.go: the actions, as JSON commits and Parquet checkpoints
 //     spell them;
 //   - log.go: listing the log, naming its files;
 //   - checkpoint.go: reading a checkpoint, a batch of actions at a time;
+//   - checkpoint_write.go, checkpoint_schema.go: writing a classic
+//     checkpoint as Spark writes one, in two passes over the log that
+//     hold only the live files' keys;
+//   - settings.go: the table properties that say how the log and the
+//     files are kept (checkpoint interval, retentions);
 //   - snapshot.go: Action Reconciliation into a Snapshot;
 //   - features.go: which protocol versions and features it reads;
 //   - paths.go: the URI paths of the log, canonicalized for reconciling;
@@ -31,5 +37,8 @@
 //   - schema.go: the log's schemaString as the data files' schema;
 //   - stats.go: a written file's stats JSON, as Spark collects them;
 //   - history.go: the commits of the log, with what each added and
-//     removed and the table's totals after it.
+//     removed and the table's totals after it;
+//   - vacuum.go: deleting the files no retained version references, and
+//     the log entries behind a checkpoint that metadata cleanup may
+//     delete.
 package delta

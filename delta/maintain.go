@@ -42,6 +42,10 @@ type Maintained struct {
 	// columns.
 	schema pqio.Schema
 	adds   map[string]*Add // the snapshot's live files, by decoded path
+	// last is the newest version Commit landed, -1 before one; cpErr
+	// the error of a checkpoint Commit wrote on the way.
+	last  int64
+	cpErr error
 }
 
 // ErrS3Writers refuses a commit to a Delta table on S3 without the
@@ -54,7 +58,7 @@ func (t *Table) Maintain(o MaintainOptions) (*Maintained, error) {
 	if strings.HasPrefix(t.st.URL(""), "s3://") && !o.S3ConditionalWriters && !o.DryRun {
 		return nil, fmt.Errorf("%s: %w: Spark's S3 log store does not (delta-io/delta#3596), so a Spark commit could overwrite sluice's; say --delta-s3-conditional-writers if every writer of this table does (delta-rs with conditional puts, a LogStore using If-None-Match)", cloud.Redact(t.st.URL("")), ErrS3Writers)
 	}
-	return &Maintained{t: t, o: o}, nil
+	return &Maintained{t: t, o: o, last: -1}, nil
 }
 
 // writable are the writer features of the tables sluice compacts: a
@@ -62,7 +66,7 @@ func (t *Table) Maintain(o MaintainOptions) (*Maintained, error) {
 // generated value, and writes no change data.
 var writable = []string{"appendOnly", "invariants", "checkConstraints", "changeDataFeed", "generatedColumns",
 	"identityColumns", "columnMapping", "deletionVectors", "domainMetadata", "timestampNtz", "vacuumProtocolCheck",
-	"v2Checkpoint"} // sluice commits no checkpoint
+	"v2Checkpoint"} // sluice then writes no checkpoint (see WriteCheckpoint)
 
 // checkWritable refuses, naming the feature, a table whose protocol asks
 // a compaction's writer for what sluice does not do: row tracking (row
@@ -183,5 +187,35 @@ func (m *Maintained) Commit(ctx context.Context, c catalog.Change) (*catalog.Man
 	if err != nil {
 		return nil, err
 	}
+	m.last = v
+	if v%checkpointInterval(m.snap.Metadata.Configuration) == 0 {
+		// A checkpoint is due at this version, as Spark writes one. Its
+		// failure undoes nothing: Settle reports it.
+		if _, err := m.t.WriteCheckpoint(ctx, v, time.Now()); err != nil && !errors.Is(err, ErrV2Checkpoints) {
+			m.cpErr = err
+		}
+	}
 	return &catalog.Manifest{Version: v}, nil
+}
+
+// Settle writes a checkpoint of the newest version the run committed
+// (delta.checkpointInterval counts commits, and a compaction's commits
+// come together): readers then replay none of the compaction's commits.
+// It says what it wrote. A table that asks for V2 checkpoints gets none,
+// and the line says so; a failed checkpoint is an error that undoes no
+// commit.
+func (m *Maintained) Settle(ctx context.Context) (string, error) {
+	if m.last < 0 {
+		return "", m.cpErr
+	}
+	res, err := m.t.WriteCheckpoint(ctx, m.last, time.Now())
+	switch {
+	case errors.Is(err, ErrV2Checkpoints):
+		return "no checkpoint: " + ErrV2Checkpoints.Error(), m.cpErr
+	case err != nil:
+		return "", errors.Join(m.cpErr, err)
+	case res.Existed:
+		return fmt.Sprintf("checkpoint of version %d already there", res.Version), m.cpErr
+	}
+	return fmt.Sprintf("checkpoint of version %d (%d live files)", res.Version, res.Adds), m.cpErr
 }

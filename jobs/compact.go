@@ -76,11 +76,8 @@ func (o *Compact) Validate() error {
 	if o.MinFileAge < 0 {
 		errs = append(errs, bad("min-file-age", "%s: want a duration >= 0", o.MinFileAge))
 	}
-	switch {
-	case o.Format == "iceberg":
-		errs = append(errs, bad("format", "iceberg: compaction of Iceberg tables in their catalogs is not built yet"))
-	case o.Format != "" && !slices.Contains(scheduler.TableFormats, o.Format):
-		errs = append(errs, bad("format", "%q: want one of %s", o.Format, strings.Join(scheduler.TableFormats, ", ")))
+	if err := checkFormat(o.Format, "compaction"); err != nil {
+		errs = append(errs, err)
 	}
 	for _, p := range o.Partitions {
 		if !strings.Contains(p, "=") {
@@ -128,6 +125,9 @@ type CompactResult struct {
 	Dropped     []string `json:"dropped"`
 	Failed      int      `json:"failed"`
 	MBPerS      float64  `json:"mb_per_s,omitempty"`
+	// Checkpoint says what the table's format wrote after the commits
+	// (a Delta checkpoint).
+	Checkpoint string `json:"checkpoint,omitempty"`
 	smallFiles
 	Warns []string `json:"warnings,omitempty"`
 	// Plan is the plan, as --dry-run prints it.
@@ -175,6 +175,15 @@ func (o *Compact) Run(ctx context.Context, env Env) (Result, error) {
 	if len(r.Versions) > 0 {
 		res.Version = r.Versions[len(r.Versions)-1]
 	}
+	if !o.DryRun {
+		// Whatever else happened, what committed is settled (a Delta
+		// checkpoint); its failure undoes nothing and only warns.
+		note, err := t.Settle(ctx)
+		res.Checkpoint = note
+		if err != nil {
+			res.Warns = append(res.Warns, fmt.Sprintf("the compaction's commits stand, but %v", err))
+		}
+	}
 	if r.Seconds > 0 {
 		res.MBPerS = float64(r.BytesIn) / 1e6 / r.Seconds
 	}
@@ -216,4 +225,16 @@ func heldBack(p compact.Plan) string {
 		return ""
 	}
 	return "nothing compacted: " + strings.Join(parts, "; ")
+}
+
+// checkFormat refuses a --format that is not a table format, and
+// "iceberg", which what (a job's work) is not built for yet.
+func checkFormat(format, what string) error {
+	switch {
+	case format == "iceberg":
+		return bad("format", "iceberg: %s of Iceberg tables in their catalogs is not built yet", what)
+	case format != "" && !slices.Contains(scheduler.TableFormats, format):
+		return bad("format", "%q: want one of %s", format, strings.Join(scheduler.TableFormats, ", "))
+	}
+	return nil
 }

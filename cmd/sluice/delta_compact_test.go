@@ -171,6 +171,20 @@ func TestCompactADeltaTableInPlace(t *testing.T) {
 			if rows != sum["rows_written"].(float64) {
 				t.Errorf("the adds' stats count %v rows; the compaction wrote %v", rows, sum["rows_written"])
 			}
+			// The compaction ends with a checkpoint of its last version,
+			// which _last_checkpoint names.
+			last := before + len(versions) - 1
+			var lc struct {
+				Version int `json:"version"`
+			}
+			b, err := os.ReadFile(filepath.Join(dir, "_delta_log", "_last_checkpoint"))
+			if err == nil {
+				err = json.Unmarshal(b, &lc)
+			}
+			cp, _ := sum["checkpoint"].(string)
+			if err != nil || lc.Version != last || !strings.Contains(cp, fmt.Sprintf("checkpoint of version %d", last)) {
+				t.Errorf("after the compaction: _last_checkpoint %s (%v), summary's checkpoint %q; want version %d", b, err, cp, last)
+			}
 			again := summaryOf(t, mustSluice(t, "--json", "compact", dir, "--min-input-files", "2", "--include-current"))
 			if vs, _ := again["versions"].([]any); len(vs) != 0 || logVersions(t, dir) != before+len(versions) {
 				t.Errorf("a second compaction committed %v", again)
