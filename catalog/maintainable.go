@@ -9,8 +9,8 @@ import (
 // Maintainable is what the maintenance jobs need of a table, whatever its
 // format: its newest version and live files, where a data file lives, the
 // name of a data file written for it, a commit of files removed and
-// added, what follows a run's last commit, and its release. *Table
-// implements
+// added, what follows a run's last commit, a vacuum, and its release.
+// *Table implements
 // it for sluice tables; a format package implements it for its own
 // (delta.Maintained for a Delta table), so that compaction's planner,
 // rewrite and verification are the same for every format.
@@ -25,6 +25,8 @@ type Maintainable interface {
 	// keeps a summary of itself (Delta's checkpoint) writes it. It says
 	// what it did ("" for nothing); its error undoes no commit.
 	Settle(ctx context.Context) (string, error)
+	// Vacuum deletes the files no retained version references.
+	Vacuum(ctx context.Context, o VacuumOptions) (VacuumResult, error)
 	Close() error
 }
 

@@ -54,6 +54,12 @@ type VacuumResult struct {
 	Bytes   int64
 	// RetainedVersions is how many versions' files were kept.
 	RetainedVersions int
+	// LogDeleted are the log entries deleted (a Delta table's metadata
+	// cleanup); Why says, by location, why each object went, where the
+	// format tells; Notes say what the vacuum decided on its own.
+	LogDeleted []string
+	Why        map[string]string
+	Notes      []string
 }
 
 // Vacuum deletes data files that no retained version references and that

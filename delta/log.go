@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sluice-data/sluice/cloud"
 )
@@ -28,8 +29,10 @@ type checkpointFile struct {
 // listing is what a listing of _delta_log/ found.
 type listing struct {
 	commits     map[int64]string // version -> key
+	commitTimes map[int64]time.Time
 	checkpoints map[int64][]checkpointFile
-	last        string // the _last_checkpoint key, if any
+	crcs        map[int64]string // version -> key of its checksum file
+	last        string           // the _last_checkpoint key, if any
 }
 
 // newest is the newest version the listing has a commit or a checkpoint
@@ -47,7 +50,8 @@ func (l *listing) newest() int64 {
 
 // listLog lists the log of the table in st (st's root is the table's).
 func listLog(ctx context.Context, st cloud.Store) (*listing, error) {
-	l := &listing{commits: map[int64]string{}, checkpoints: map[int64][]checkpointFile{}}
+	l := &listing{commits: map[int64]string{}, commitTimes: map[int64]time.Time{}, checkpoints: map[int64][]checkpointFile{},
+		crcs: map[int64]string{}}
 	err := st.List(ctx, LogDir, func(o cloud.ObjectInfo) error {
 		name, ok := strings.CutPrefix(o.Key, LogDir)
 		if !ok || strings.Contains(name, "/") {
@@ -58,7 +62,13 @@ func listLog(ctx context.Context, st cloud.Store) (*listing, error) {
 			return nil
 		}
 		if v, ok := commitVersion(name); ok {
-			l.commits[v] = o.Key
+			l.commits[v], l.commitTimes[v] = o.Key, o.ModTime
+			return nil
+		}
+		if s, ok := strings.CutSuffix(name, ".crc"); ok && len(s) == 20 {
+			if v, ok := parseDigits(s); ok {
+				l.crcs[v] = o.Key
+			}
 			return nil
 		}
 		if c, ok := parseCheckpointName(name); ok {

@@ -76,8 +76,12 @@ type FormatOptions struct {
 	// DeltaS3ConditionalWriters is the user's word that every writer of
 	// a Delta table on S3 commits with conditional puts.
 	DeltaS3ConditionalWriters bool
-	// DryRun opens the table to plan only.
+	// DryRun opens the table to plan only: nothing is committed.
 	DryRun bool
+	// Deletes says the job deletes what the table does not reference
+	// (vacuum): a folder holding a sluice table beside a Delta log is
+	// refused, as either's vacuum would delete the other's files.
+	Deletes bool
 }
 
 // Progress reports how far a phase is.
@@ -130,7 +134,7 @@ func (e Env) beginMaintained(ctx context.Context, j Job, loc string, fo FormatOp
 	if err != nil {
 		return nil, err
 	}
-	if fo.Format == "sluice" {
+	if fo.Format == "sluice" && !fo.Deletes {
 		return t, nil
 	}
 	if e.OpenFormat != nil {
@@ -143,7 +147,7 @@ func (e Env) beginMaintained(ctx context.Context, j Job, loc string, fo FormatOp
 			return other, nil
 		}
 	}
-	if fo.Format != "" {
+	if fo.Format != "" && fo.Format != "sluice" {
 		t.Close()
 		return nil, classify(fmt.Errorf("%s: --format %s: no such table there", loc, fo.Format))
 	}

@@ -68,7 +68,7 @@ func Kinds(env Env) map[string]scheduler.Kind {
 		{name: "publish", new: func() Job { return &Publish{} }, target: "table", tables: []string{"table"},
 			required: []string{"table", "to", "as"}},
 		{name: "vacuum", new: func() Job { return &Vacuum{} }, target: "table", tables: []string{"table"},
-			required: []string{"table"}},
+			required: []string{"table"}, formats: true},
 	}
 	out := map[string]scheduler.Kind{}
 	for _, k := range ks {
@@ -100,7 +100,7 @@ func (k *kind) build(p *scheduler.Pipeline, j *scheduler.Job) (Job, []*scheduler
 			case !ok:
 				bad(o.Key, "unknown table %q (the file declares %s)", o.Value, strings.Join(tableNames(p), ", "))
 			case t.Format != "" && t.Format != "sluice" && !k.formats:
-				bad(o.Key, "table %s is a %s table: a %s job on it is not built yet (compact is)", o.Value, t.Format, k.name)
+				bad(o.Key, "table %s is a %s table: %s on it is not built yet (compact and vacuum are)", o.Value, t.Format, k.name)
 			case o.Key == k.target:
 				if _, own := j.Option("format"); t.Format != "" && k.formats && !own {
 					if err := fs.Set("format", t.Format); err != nil {

@@ -18,6 +18,8 @@ type Vacuum struct {
 	Retain time.Duration
 	DryRun bool
 	Force  bool
+	// Format is the table's format: "" to tell it from the location.
+	Format string
 }
 
 // Kind is "vacuum".
@@ -27,7 +29,8 @@ func (*Vacuum) Kind() string { return "vacuum" }
 func (o *Vacuum) Bind(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.Retain, "retain", catalog.DefaultRetention, "keep versions committed and files written within this age (0 with --force: only the latest)")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "list what would be deleted, delete nothing")
-	fs.BoolVar(&o.Force, "force", false, "allow a retention under 24h")
+	fs.BoolVar(&o.Force, "force", false, "allow a retention under 24h (on a Delta table, also one under its delta.deletedFileRetentionDuration)")
+	fs.StringVar(&o.Format, "format", "", "the table's format, sluice or delta (default: told by the location: a folder with _delta_log/ is a Delta table)")
 }
 
 // Validate refuses a negative retention, and one under a day without
@@ -40,20 +43,25 @@ func (o *Vacuum) Validate() error {
 		return &BadOption{Flag: "retain", Unsafe: true,
 			Msg: fmt.Sprintf("%s: %v (give --force if no writer or reader can still be using older files)", o.Retain, catalog.ErrRetentionTooShort)}
 	}
-	return nil
+	return checkFormat(o.Format, "vacuum")
 }
 
 // VacuumResult is what a vacuum did; it is the --json summary.
 type VacuumResult struct {
-	Command          string         `json:"command"`
-	Table            string         `json:"table"`
-	DryRun           bool           `json:"dry_run"`
-	FilesDeleted     int            `json:"files_deleted"`
-	BytesDeleted     int64          `json:"bytes_deleted"`
-	Deleted          []string       `json:"deleted"`
-	RetainedVersions int            `json:"retained_versions"`
-	Iceberg          map[string]any `json:"iceberg,omitempty"`
-	Warns            []string       `json:"warnings,omitempty"`
+	Command          string   `json:"command"`
+	Table            string   `json:"table"`
+	DryRun           bool     `json:"dry_run"`
+	FilesDeleted     int      `json:"files_deleted"`
+	BytesDeleted     int64    `json:"bytes_deleted"`
+	Deleted          []string `json:"deleted"`
+	RetainedVersions int      `json:"retained_versions"`
+	// LogDeleted are a Delta table's log entries that metadata cleanup
+	// deleted; Why says why each location went, where the format tells.
+	LogDeleted []string          `json:"log_deleted,omitempty"`
+	Why        map[string]string `json:"why,omitempty"`
+	Notes      []string          `json:"notes,omitempty"`
+	Iceberg    map[string]any    `json:"iceberg,omitempty"`
+	Warns      []string          `json:"warnings,omitempty"`
 }
 
 // Line says what was deleted.
@@ -62,8 +70,15 @@ func (r VacuumResult) Line() string {
 	if r.DryRun {
 		verb = "would delete"
 	}
-	return withWarnings(fmt.Sprintf("vacuum %s: %s %d files (%s), %d versions retained",
-		r.Table, verb, r.FilesDeleted, sizeText(r.BytesDeleted), r.RetainedVersions), r.Warns)
+	line := fmt.Sprintf("vacuum %s: %s %d files (%s), %d versions retained",
+		r.Table, verb, r.FilesDeleted, sizeText(r.BytesDeleted), r.RetainedVersions)
+	if len(r.LogDeleted) > 0 {
+		line += fmt.Sprintf(", %d expired log entries", len(r.LogDeleted))
+	}
+	for _, n := range r.Notes {
+		line += "; " + n
+	}
+	return withWarnings(line, r.Warns)
 }
 
 // Warnings are the run's warnings: a mirror that could not be synced first.
@@ -73,19 +88,20 @@ func (r VacuumResult) Warnings() []string { return r.Warns }
 // files its retained snapshots reference (Env.MirrorKeep).
 func (o *Vacuum) Run(ctx context.Context, env Env) (Result, error) {
 	res := VacuumResult{Command: "vacuum", Table: cloud.Redact(o.Table), DryRun: o.DryRun, Deleted: []string{}}
-	t, err := env.begin(ctx, o, o.Table)
+	m, err := env.beginMaintained(ctx, o, o.Table, FormatOptions{Format: o.Format, DryRun: true, Deletes: true})
 	if err != nil {
 		return &res, err
 	}
-	defer t.Close()
+	defer m.Close()
 	var keep func(context.Context, time.Time) (map[string]bool, error)
-	if env.MirrorKeep != nil {
+	if t, ok := m.(*catalog.Table); ok && env.MirrorKeep != nil {
 		if keep, res.Iceberg, err = env.MirrorKeep(ctx, t, o.Table, o.DryRun); err != nil {
 			return &res, classify(err)
 		}
 	}
-	r, err := t.Vacuum(ctx, catalog.VacuumOptions{Retain: o.Retain, Force: o.Force, DryRun: o.DryRun, Keep: keep})
+	r, err := m.Vacuum(ctx, catalog.VacuumOptions{Retain: o.Retain, Force: o.Force, DryRun: o.DryRun, Keep: keep})
 	res.FilesDeleted, res.BytesDeleted, res.Deleted, res.RetainedVersions = len(r.Deleted), r.Bytes, orEmpty(r.Deleted), r.RetainedVersions
+	res.LogDeleted, res.Why, res.Notes = r.LogDeleted, r.Why, r.Notes
 	if msg, ok := res.Iceberg["error"].(string); ok {
 		res.Warns = append(res.Warns, "the Iceberg mirror was not synced (the next commit or 'sluice iceberg sync' retries): "+msg)
 	}

@@ -57,10 +57,11 @@ jobs:
 }
 
 // A table the file says is a Delta table is compacted as one (its format
-// given to compact's --format, unless the job says otherwise); any other
-// kind of job on it is refused as not built, and so is a format the file
+// given to compact's and vacuum's --format, unless the job says
+// otherwise); any other kind of job on it is refused as not built, and so
+// is a format the file
 // cannot name.
-func TestTableFormatReachesCompact(t *testing.T) {
+func TestTableFormatReachesCompactAndVacuum(t *testing.T) {
 	const head = `tables:
   events: {location: lake/events, format: delta}
   daily: {location: lake/daily}
@@ -89,15 +90,23 @@ jobs:
 			t.Errorf("%s: --format %q; want %q", job, got, want)
 		}
 	}
+	p, err := parse(`vacuum: {table: events, retain: 200h}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	built, errs := kinds["vacuum"].(*kind).build(p, p.Jobs["j"])
+	if len(errs) > 0 || built.(*Vacuum).Format != "delta" {
+		t.Errorf("vacuum of a delta table: %v, %+v; want --format delta", errs, built)
+	}
 	for job, says := range map[string]string{
-		`vacuum: {table: events}`: "jobs.j.vacuum.table: table events is a delta table: a vacuum job on it is not built yet",
-		`rollup: {out: daily, source: events, snapshot: s.csv, key: [id], time: ts, measure: "x=sum(n)"}`: "jobs.j.rollup.source: table events is a delta table: a rollup job on it is not built yet",
+		`ingest: {table: events, from: "in/*.jsonl"}`:                                                     "jobs.j.ingest.table: table events is a delta table: ingest on it is not built yet",
+		`rollup: {out: daily, source: events, snapshot: s.csv, key: [id], time: ts, measure: "x=sum(n)"}`: "jobs.j.rollup.source: table events is a delta table: rollup on it is not built yet",
 	} {
 		if _, err := parse(job); !errors.Is(err, scheduler.ErrInvalid) || !strings.Contains(err.Error(), says) {
 			t.Errorf("%s: %v; want it refused saying %q", job, err, says)
 		}
 	}
-	_, err := scheduler.Parse(filepath.Join(t.TempDir(), "p.yaml"), []byte("tables:\n  e: {location: x, format: hudi}\njobs: {}\n"), Kinds(Env{}), func(string) (string, bool) { return "", false })
+	_, err = scheduler.Parse(filepath.Join(t.TempDir(), "p.yaml"), []byte("tables:\n  e: {location: x, format: hudi}\njobs: {}\n"), Kinds(Env{}), func(string) (string, bool) { return "", false })
 	if !errors.Is(err, scheduler.ErrInvalid) || !strings.Contains(err.Error(), `tables.e.format: "hudi": want one of sluice, delta, iceberg`) {
 		t.Errorf("format hudi: %v", err)
 	}

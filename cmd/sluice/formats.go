@@ -14,13 +14,27 @@ import (
 // openFormat gives the job's table as a Delta table when the folder t
 // was opened on is one (jobs.Env.OpenFormat): one the user named with
 // --format delta, or a folder with a Delta log and no sluice table. It
-// returns nil, keeping t, for a folder with no Delta log.
+// returns nil, keeping t, for a folder with no Delta log. A job that
+// deletes what its table does not reference (o.Deletes) is refused on a
+// folder that holds both a sluice table and a Delta log.
 func openFormat(ctx context.Context, t *catalog.Table, o jobs.FormatOptions) (catalog.Maintainable, error) {
 	loc := cloud.Redact(t.Location())
 	isDelta, err := delta.IsDelta(ctx, t.Store())
+	if err == nil && isDelta && o.Deletes {
+		// What one log does not reference, the other may: a vacuum of
+		// either would delete the other's files.
+		if _, err := t.LatestVersion(ctx); !errors.Is(err, catalog.ErrTableNotFound) {
+			if err != nil {
+				return nil, err
+			}
+			return nil, fmt.Errorf("%s holds both a sluice table and a Delta log: vacuum refuses it, as a vacuum of either would delete files the other references", loc)
+		}
+	}
 	switch {
 	case err != nil:
 		return nil, err
+	case o.Format == "sluice":
+		return nil, nil
 	case !isDelta && o.Format == "delta":
 		return nil, fmt.Errorf("%s: --format delta: %w (no commit in _delta_log/)", loc, delta.ErrNotDelta)
 	case !isDelta:

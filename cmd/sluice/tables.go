@@ -458,7 +458,17 @@ refused. A retention under
 24h is refused without --force: a writer may still be about to commit the
 files it wrote. --retain 0 --force keeps only the latest version and
 deletes every file it does not reference. --dry-run lists what would be
-deleted.`,
+deleted.
+
+On a Delta table (a folder with _delta_log/, or --format delta) it deletes,
+as Delta's VACUUM does, the data files that neither the newest version nor
+a file removed within --retain references and that are older than
+--retain; the table's delta.deletedFileRetentionDuration, when longer, is
+kept unless --force. Nothing under _delta_log/ or a folder starting with '_'
+or '.' is touched, but for metadata cleanup: log entries older than the
+table's delta.logRetentionDuration (30 days) that a checkpoint stands in
+front of. A folder holding both a sluice table and a Delta log is refused.
+--dry-run lists each file with why it would go.`,
 		Args: exactArgs(1, "TABLE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Table = args[0]
@@ -467,8 +477,12 @@ deleted.`,
 			}
 			if res, ok := a.result.(*jobs.VacuumResult); ok && o.DryRun && !a.jsonOut {
 				w := bufferedStdout(a)
-				for _, d := range res.Deleted {
-					fmt.Fprintln(w, textName(d))
+				for _, d := range append(res.Deleted, res.LogDeleted...) {
+					if why := res.Why[d]; why != "" {
+						fmt.Fprintf(w, "%s\t%s\n", textName(d), why)
+					} else {
+						fmt.Fprintln(w, textName(d))
+					}
 				}
 				return w.Flush()
 			}
