@@ -23,6 +23,8 @@ var (
 	// Lake's _delta_log/, an Iceberg table's metadata/, a Spark Structured
 	// Streaming sink's _spark_metadata/). Adopting every Parquet file
 	// found would bring back rows that log deleted or adopt a failed
-	// write's output; nothing is committed.
+	// write's output; nothing is committed. A caller that reads the log
+	// passes the files it names live as ImportOptions.Listed instead, as
+	// sluice import does for a Delta table and a Spark sink's output.
 	ErrTableLog = errors.New("sluice cannot read this log yet")
 )

@@ -91,7 +91,7 @@ func FuzzParseHivePath(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, dir string) {
-		keys, vals, err := parseHivePath(dir)
+		keys, vals, err := ParseHivePath(dir)
 		if err != nil {
 			return
 		}
@@ -124,7 +124,7 @@ func FuzzParseHivePath(f *testing.F) {
 		if folder != "" && (!strings.HasPrefix(key, folder) || strings.HasPrefix(key, "/") || slices.ContainsFunc(strings.Split(key, "/"), func(s string) bool { return s == "." || s == ".." })) {
 			t.Fatalf("%q: folder %q joins to %q", dir, folder, key)
 		}
-		keys2, vals2, err := parseHivePath(folder)
+		keys2, vals2, err := ParseHivePath(folder)
 		if err != nil {
 			t.Fatalf("%q: the folder escaped back, %q, does not parse: %v", dir, folder, err)
 		}

@@ -60,9 +60,11 @@ func hiveUnescape(s string) string {
 	return b.String()
 }
 
-// parseHivePath splits a file's folder (relative to the table root) into
-// partition keys and decoded values. Every folder level must be key=value.
-func parseHivePath(dir string) (keys []string, vals map[string]*string, err error) {
+// ParseHivePath splits a file's folder (relative to the table root) into
+// partition keys and decoded values, as Spark and Hive escape them (%XX; a
+// NULL value is HiveDefaultPartition). Every folder level must be
+// key=value, each key once.
+func ParseHivePath(dir string) (keys []string, vals map[string]*string, err error) {
 	if dir == "" {
 		return nil, nil, nil
 	}
@@ -73,6 +75,9 @@ func parseHivePath(dir string) (keys []string, vals map[string]*string, err erro
 			return nil, nil, fmt.Errorf("folder %q is not a Hive partition (want key=value)", seg)
 		}
 		k = hiveUnescape(k)
+		if _, dup := vals[k]; dup {
+			return nil, nil, fmt.Errorf("partition key %q twice", k)
+		}
 		keys = append(keys, k)
 		if v == HiveDefaultPartition {
 			vals[k] = nil

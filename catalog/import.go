@@ -109,15 +109,15 @@ type ImportOptions struct {
 	// goroutines.
 	Progress func(done, total int)
 	// Listed, when set, are the files to adopt as a table log names them
-	// (a Delta table's live files), instead of the Parquet files a listing
-	// of the folder finds.
+	// (a Delta table's live files, or a Spark Structured Streaming sink's),
+	// instead of the Parquet files a listing of the folder finds.
 	Listed *Listed
 }
 
 // Listed are the live data files of a folder as its table log names them.
 type Listed struct {
 	// Log says which log, at which version, for messages: "the Delta log
-	// at version 7".
+	// at version 7", "the Spark sink log at batch 12".
 	Log string
 	// PartitionKeys are the table's partition columns, in order.
 	PartitionKeys []string
@@ -271,7 +271,7 @@ func (t *Table) importCandidates(ctx context.Context, from string, src cloud.Sto
 			if dir = path.Dir(o.Key); dir == "." {
 				dir = ""
 			}
-			if ks, vals, err = parseHivePath(dir); err != nil {
+			if ks, vals, err = ParseHivePath(dir); err != nil {
 				return nil, nil, nil, fmt.Errorf("import %s: %s: %w", from, src.URL(o.Key), err)
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/cloud"
 	"github.com/sluice-data/sluice/delta"
+	"github.com/sluice-data/sluice/internal/sparklog"
 	"github.com/sluice-data/sluice/jobs"
 )
 
@@ -69,11 +70,19 @@ partition values the log gives, never a file a DELETE, MERGE, OPTIMIZE or
 overwrite removed. A Delta table using deletion vectors, column mapping or
 a reader feature sluice does not know is refused, naming the feature.
 
+The output of a Spark Structured Streaming file sink (DIR holds
+_spark_metadata/) is adopted as its log says too: exactly the files that
+the batches it committed, compactions (N.compact) included, added and did
+not delete, as of its latest batch (or of batch N, with --version N),
+never the partial output of a failed batch. The log names files by
+absolute path: they are read relative to DIR, or, if DIR was moved or
+copied since, to the folder the sink wrote; a file outside it is refused.
+
 Any other folder that is, or holds, a table whose log says which files are
 live is refused, naming the log: an Iceberg table's
-metadata/*.metadata.json, a Spark Structured Streaming sink's
-_spark_metadata/, a Delta log nested below DIR. Globbing it would bring
-back rows the log deleted (or a failed batch's output).`,
+metadata/*.metadata.json, a Delta log or a Spark sink's _spark_metadata/
+nested below DIR. Globbing it would bring back rows the log deleted (or a
+failed batch's output).`,
 		Example: `  sluice import ./lake/events --from ./lake/events`,
 		Args:    exactArgs(1, "TABLE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -85,7 +94,7 @@ back rows the log deleted (or a failed batch's output).`,
 				return err
 			}
 			defer t.Close()
-			listed, err := deltaListed(cmd, from, version)
+			listed, err := logListed(cmd, from, version)
 			if err != nil {
 				return err
 			}
@@ -113,42 +122,71 @@ back rows the log deleted (or a failed batch's output).`,
 		},
 	}
 	cmd.Flags().StringVar(&from, "from", "", "folder of Parquet files to adopt (path, file://, s3://, az://)")
-	cmd.Flags().Int64Var(&version, "version", -1, "of a Delta table: adopt the files live at this version (default: the latest)")
+	cmd.Flags().Int64Var(&version, "version", -1, "of a Delta table: adopt the files live at this version; of a Spark streaming sink's output: at this batch (default: the latest)")
 	return cmd
 }
 
-// deltaListed returns the live files of the Delta table at from, at
-// version (-1: the latest), or nil when from is no Delta table. A
-// --version on a folder that is not one is a usage error.
-func deltaListed(cmd *cobra.Command, from string, version int64) (*catalog.Listed, error) {
+// logListed returns the live files of the folder from as its log names
+// them: of a Delta table at version (-1: the latest), of a Spark
+// streaming sink's output at batch version (-1: the latest); nil when
+// from is neither. A --version on a folder that is neither is a usage
+// error.
+func logListed(cmd *cobra.Command, from string, version int64) (*catalog.Listed, error) {
 	ctx := cmd.Context()
 	st, err := cloud.Open(ctx, from)
 	if err != nil {
 		return nil, err
 	}
 	defer st.Close()
-	ok, err := delta.IsDelta(ctx, st)
+	isDelta, err := delta.IsDelta(ctx, st)
 	if err != nil {
 		return nil, fmt.Errorf("import %s: %w", from, err)
 	}
-	if !ok {
+	isSink := false
+	if !isDelta {
+		if isSink, err = sparklog.IsSink(ctx, st); err != nil {
+			return nil, fmt.Errorf("import %s: %w", from, err)
+		}
+	}
+	if !isDelta && !isSink {
 		if cmd.Flags().Changed("version") {
-			return nil, usageError{cmd: "import", err: fmt.Errorf("import: --version: %s is not a Delta table (no commit in _delta_log/)", from)}
+			return nil, usageError{cmd: "import", err: fmt.Errorf("import: --version: %s is not a Delta table (no commit in _delta_log/) nor a Spark streaming sink's output (no batch in _spark_metadata/)", from)}
 		}
 		return nil, nil
 	}
 	if version < 0 && cmd.Flags().Changed("version") {
 		return nil, usageError{cmd: "import", err: fmt.Errorf("import: --version %d: want a version >= 0", version)}
 	}
-	snap, err := delta.New(st).Snapshot(ctx, version)
-	if err != nil {
-		return nil, fmt.Errorf("import %s: %w", from, err)
+	var l *catalog.Listed
+	if isDelta {
+		l, err = deltaListed(ctx, st, version)
+	} else {
+		l, err = sinkListed(ctx, st, version)
 	}
-	l, err := snap.Listed()
 	if err != nil {
 		return nil, fmt.Errorf("import %s: %w", from, err)
 	}
 	return l, nil
+}
+
+// deltaListed returns the live files of the Delta table in st at version
+// (-1: the latest).
+func deltaListed(ctx context.Context, st cloud.Store, version int64) (*catalog.Listed, error) {
+	snap, err := delta.New(st).Snapshot(ctx, version)
+	if err != nil {
+		return nil, err
+	}
+	return snap.Listed()
+}
+
+// sinkListed returns the live files of the Spark streaming sink's output
+// in st at batch (-1: the latest).
+func sinkListed(ctx context.Context, st cloud.Store, batch int64) (*catalog.Listed, error) {
+	snap, err := sparklog.New(st).Snapshot(ctx, batch)
+	if err != nil {
+		return nil, err
+	}
+	return snap.Listed()
 }
 
 func (a *app) filesCommand() *cobra.Command {
