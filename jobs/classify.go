@@ -7,6 +7,7 @@ import (
 	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/cloud"
 	"github.com/sluice-data/sluice/compact"
+	"github.com/sluice-data/sluice/delta"
 	"github.com/sluice-data/sluice/iceberg"
 	"github.com/sluice-data/sluice/ingest"
 	"github.com/sluice-data/sluice/rollup"
@@ -22,6 +23,10 @@ var permanent = []error{
 	catalog.ErrVersionNotFound,   // a version that is not there
 	catalog.ErrMissingFile,       // a file a version needs is gone: a person must look
 	catalog.ErrTableLog,          // a Delta/Iceberg/Spark log folder: never globbed
+	delta.ErrUnsupportedFeature,  // a Delta feature sluice does not read or write
+	delta.ErrNotDelta,            // --format delta on a folder without a Delta log
+	delta.ErrCorruptLog,          // a Delta log entry that does not parse: a person must look
+	delta.ErrS3Writers,           // the user's word is needed, not a retry
 	catalog.ErrRetentionTooShort, // vacuum's retention, an option
 	catalog.ErrNegativeRetention, // likewise
 	compact.ErrVerify,            // a rewrite that does not verify: never retried blindly

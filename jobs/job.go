@@ -66,6 +66,12 @@ type Env struct {
 	// Delta table), as o says, which then owns t's store; nil, for a
 	// sluice table, keeps t. Unset, every table is a sluice table.
 	OpenFormat func(ctx context.Context, t *catalog.Table, o FormatOptions) (catalog.Maintainable, error)
+	// OpenRead, when set, is given the handle a job opened on a table it
+	// only reads (rollup's source, publish's table) and returns a view
+	// of the table of another format there (a Delta table's newest
+	// version, catalog.View), which then owns t's store; nil, for a
+	// sluice table, keeps t. Unset, every table read is a sluice table.
+	OpenRead func(ctx context.Context, t *catalog.Table) (catalog.Readable, error)
 }
 
 // FormatOptions say how a job opens a table of another format.
@@ -150,6 +156,27 @@ func (e Env) beginMaintained(ctx context.Context, j Job, loc string, fo FormatOp
 	if fo.Format != "" && fo.Format != "sluice" {
 		t.Close()
 		return nil, classify(fmt.Errorf("%s: --format %s: no such table there", loc, fo.Format))
+	}
+	return t, nil
+}
+
+// openRead opens the table at loc for reading: a sluice table, or
+// through OpenRead the table of another format there.
+func (e Env) openRead(ctx context.Context, loc string) (catalog.Readable, error) {
+	t, err := catalog.Open(ctx, loc, catalog.Options{Logger: e.Logger})
+	if err != nil {
+		return nil, err
+	}
+	if e.OpenRead == nil {
+		return t, nil
+	}
+	other, err := e.OpenRead(ctx, t)
+	if err != nil {
+		t.Close()
+		return nil, err
+	}
+	if other != nil {
+		return other, nil
 	}
 	return t, nil
 }

@@ -39,8 +39,12 @@ type kind struct {
 	// small: after a run, count the target's small files for /metrics.
 	small bool
 	// formats: the kind runs on a table of another format, its --format
-	// flag naming the table's (compact); other kinds refuse such a table.
+	// flag naming the table's (compact, vacuum).
 	formats bool
+	// reads are the keys of tables the kind only reads, which may be
+	// Delta tables, found by their log (rollup's source, publish's
+	// table). Other kinds and keys refuse a table of another format.
+	reads []string
 	env     Env
 }
 
@@ -64,9 +68,9 @@ func Kinds(env Env) map[string]scheduler.Kind {
 			required: []string{"table"}, extra: compactScope, interval: compactInterval, small: true, formats: true},
 		{name: "rollup", new: func() Job { return &Rollup{} }, target: "out", tables: []string{"out", "source"},
 			locations: []string{"snapshot"}, required: []string{"out", "source", "snapshot", "key", "time", "measure"},
-			checkJob: rollupZone, interval: rollupInterval, small: true},
+			checkJob: rollupZone, interval: rollupInterval, small: true, reads: []string{"source"}},
 		{name: "publish", new: func() Job { return &Publish{} }, target: "table", tables: []string{"table"},
-			required: []string{"table", "to", "as"}},
+			required: []string{"table", "to", "as"}, reads: []string{"table"}},
 		{name: "vacuum", new: func() Job { return &Vacuum{} }, target: "table", tables: []string{"table"},
 			required: []string{"table"}, formats: true},
 	}
@@ -99,8 +103,8 @@ func (k *kind) build(p *scheduler.Pipeline, j *scheduler.Job) (Job, []*scheduler
 				bad(o.Key, "names one table, not a list")
 			case !ok:
 				bad(o.Key, "unknown table %q (the file declares %s)", o.Value, strings.Join(tableNames(p), ", "))
-			case t.Format != "" && t.Format != "sluice" && !k.formats:
-				bad(o.Key, "table %s is a %s table: %s on it is not built yet (compact and vacuum are)", o.Value, t.Format, k.name)
+			case t.Format != "" && t.Format != "sluice" && !k.formats && !(t.Format == "delta" && slices.Contains(k.reads, o.Key)):
+				bad(o.Key, "table %s is a %s table: %s on it is not built yet (compact and vacuum are; rollup's source and publish read a delta table)", o.Value, t.Format, k.name)
 			case o.Key == k.target:
 				if _, own := j.Option("format"); t.Format != "" && k.formats && !own {
 					if err := fs.Set("format", t.Format); err != nil {

@@ -89,9 +89,12 @@ func (PublishResult) Warnings() []string { return nil }
 // Run publishes.
 func (o *Publish) Run(ctx context.Context, env Env) (Result, error) {
 	res := PublishResult{Command: "publish", Table: cloud.Redact(o.Table)}
-	t, err := env.begin(ctx, o, o.Table)
+	if err := o.Validate(); err != nil {
+		return &res, classify(err)
+	}
+	t, err := env.openRead(ctx, o.Table)
 	if err != nil {
-		return &res, err
+		return &res, classify(fmt.Errorf("publish %s as %s: %w", o.Table, o.As, err))
 	}
 	defer t.Close()
 	bar := env.progress("publishing")

@@ -145,11 +145,16 @@ func (o *Rollup) Run(ctx context.Context, env Env) (Result, error) {
 		return &res, err
 	}
 	defer t.Close()
+	src, err := env.openRead(ctx, o.Source)
+	if err != nil {
+		return &res, classify(fmt.Errorf("rollup %s: source %s: %w", o.Out, cloud.Redact(o.Source), err))
+	}
+	defer src.Close()
 	bar := env.progress("rolling up")
 	ro := o.o
 	ro.RunID, ro.Logger = env.RunID, env.logger()
 	ro.Progress = func(done, total int64) { bar.Set(done>>10, total>>10) }
-	r, err := rollup.Run(ctx, t, ro)
+	r, err := rollup.RunSource(ctx, t, src, ro)
 	bar.Done()
 	res = RollupResult{Command: "rollup", Table: cloud.Redact(o.Out), EventsRead: r.EventsRead, EventsExcluded: r.EventsExcluded,
 		EventsAfterThrough: r.EventsAfter, EventsWithoutTime: r.EventsNoTime, Keys: r.Keys, Days: r.Days,

@@ -56,11 +56,11 @@ jobs:
 	}
 }
 
-// A table the file says is a Delta table is compacted as one (its format
-// given to compact's and vacuum's --format, unless the job says
-// otherwise); any other kind of job on it is refused as not built, and so
-// is a format the file
-// cannot name.
+// A table the file says is a Delta table is compacted and vacuumed as
+// one (its format given to compact's and vacuum's --format, unless the
+// job says otherwise) and may be rollup's source or publish's table; any
+// other job writing it is refused as not built, and so is a format the
+// file cannot name.
 func TestTableFormatReachesCompactAndVacuum(t *testing.T) {
 	const head = `tables:
   events: {location: lake/events, format: delta}
@@ -98,9 +98,17 @@ jobs:
 	if len(errs) > 0 || built.(*Vacuum).Format != "delta" {
 		t.Errorf("vacuum of a delta table: %v, %+v; want --format delta", errs, built)
 	}
+	for _, job := range []string{
+		`rollup: {out: daily, source: events, snapshot: s.csv, key: [id], time: ts, measure: "x=sum(n)"}`,
+		`publish: {table: events, to: "sqlite:///x.db", as: events}`,
+	} {
+		if _, err := parse(job); err != nil {
+			t.Errorf("%s: %v; a job reading a delta table is valid", job, err)
+		}
+	}
 	for job, says := range map[string]string{
 		`ingest: {table: events, from: "in/*.jsonl"}`:                                                     "jobs.j.ingest.table: table events is a delta table: ingest on it is not built yet",
-		`rollup: {out: daily, source: events, snapshot: s.csv, key: [id], time: ts, measure: "x=sum(n)"}`: "jobs.j.rollup.source: table events is a delta table: rollup on it is not built yet",
+		`rollup: {out: events, source: daily, snapshot: s.csv, key: [id], time: ts, measure: "x=sum(n)"}`: "jobs.j.rollup.out: table events is a delta table: rollup on it is not built yet",
 	} {
 		if _, err := parse(job); !errors.Is(err, scheduler.ErrInvalid) || !strings.Contains(err.Error(), says) {
 			t.Errorf("%s: %v; want it refused saying %q", job, err, says)

@@ -15,11 +15,14 @@ import (
 	"github.com/sluice-data/sluice/cloud"
 )
 
-// dataFile is one Parquet file to read: where it is and its size.
+// dataFile is one Parquet file to read: where it is, its size, and its
+// partition values (DataFile.PartitionValues), which fill the columns
+// the file lacks (scanData).
 type dataFile struct {
 	st   cloud.Store
 	key  string
 	size int64
+	pv   map[string]*string
 }
 
 // base is the running totals a computation starts from: the snapshot's,
@@ -61,11 +64,13 @@ func readBase(ctx context.Context, what string, files []dataFile, keyCols []cata
 	z := &dayer{loc: loc}
 	seen := false
 	for _, f := range files {
-		read := scanFile
-		if isCSV(f.key) {
-			read = scanCSV
+		read := func(ctx context.Context, f dataFile, want []catalog.Column, check func(catalog.Schema) error, fn func([]*colData, int) error) error {
+			if isCSV(f.key) {
+				return scanCSV(ctx, f.st, f.key, f.size, want, check, fn)
+			}
+			return scanData(ctx, f, want, check, fn)
 		}
-		err := read(ctx, f.st, f.key, f.size, want, check, func(cols []*colData, n int) error {
+		err := read(ctx, f, want, check, func(cols []*colData, n int) error {
 			keys, date := cols[:len(keyCols)], cols[dateAt]
 			h := fnv.New64a()
 			for i := 0; i < n; i++ {
@@ -205,7 +210,7 @@ func snapshotFiles(ctx context.Context, loc string) ([]dataFile, func(), error) 
 			st.Close()
 			return nil, nil, fmt.Errorf("snapshot %s: %w", cloud.Redact(loc), err)
 		}
-		return []dataFile{{st, name, info.Size}}, func() { st.Close() }, nil
+		return []dataFile{{st, name, info.Size, nil}}, func() { st.Close() }, nil
 	}
 	t, err := catalog.Open(ctx, loc, catalog.Options{})
 	if err != nil {
@@ -223,7 +228,7 @@ func snapshotFiles(ctx context.Context, loc string) ([]dataFile, func(), error) 
 }
 
 // tableFiles lists t's live files at its latest version.
-func tableFiles(ctx context.Context, t *catalog.Table) ([]dataFile, error) {
+func tableFiles(ctx context.Context, t catalog.Readable) ([]dataFile, error) {
 	m, err := t.Latest(ctx)
 	if err != nil {
 		return nil, err
@@ -233,7 +238,7 @@ func tableFiles(ctx context.Context, t *catalog.Table) ([]dataFile, error) {
 
 // manifestFiles lists t's live files at version m in the partitions keep
 // accepts (nil: all), reading only those partitions' pieces.
-func manifestFiles(ctx context.Context, t *catalog.Table, m *catalog.Manifest, keep func(partition string) bool) ([]dataFile, error) {
+func manifestFiles(ctx context.Context, t catalog.Readable, m *catalog.Manifest, keep func(partition string) bool) ([]dataFile, error) {
 	refs, err := t.Partitions(ctx, m)
 	if err != nil {
 		return nil, err
@@ -252,7 +257,7 @@ func manifestFiles(ctx context.Context, t *catalog.Table, m *catalog.Manifest, k
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, dataFile{st, key, f.Bytes})
+			out = append(out, dataFile{st, key, f.Bytes, f.PartitionValues})
 		}
 	}
 	return out, nil

@@ -143,7 +143,7 @@ func (r *run) aggregate(ctx context.Context, g *grid, ki *keyIndex, allowNew boo
 		if err != nil {
 			return err
 		}
-		read = append(read, dataFile{st, key, f.Bytes})
+		read = append(read, dataFile{st, key, f.Bytes, f.PartitionValues})
 		news = append(news, changedFrom != nil && r.changed[f.Partition] && !r.oldFiles[f.Path])
 	}
 	loc, timestamps := j.o.location(), j.timeCol.Type.Kind == catalog.KindTimestamp
@@ -260,7 +260,7 @@ func (r *run) commit(ctx context.Context, g *grid, ki *keyIndex) error {
 	}
 	r.res.Keys = ki.len()
 	r.res.PartitionsReplaced = len(replaced)
-	raw, err := json.Marshal(state{Source: r.sourceID(), SourceVersion: r.sm.Version, Snapshot: r.snap.identity(),
+	raw, err := json.Marshal(state{Source: r.sourceID(), SourceTable: r.sourceTable(), SourceVersion: r.sm.Version, Snapshot: r.snap.identity(),
 		Spec: r.j.o.spec(), Through: dayString(r.through)})
 	if err != nil {
 		return err

@@ -55,7 +55,7 @@ func scanFilesInOrder(ctx context.Context, files []dataFile, want []catalog.Colu
 			g.Go(func() error {
 				defer func() { <-sem }()
 				defer close(fs.ch)
-				fs.err = scanFile(ctx, f.st, f.key, f.size, want, nil, func(cols []*colData, n int) error {
+				fs.err = scanData(ctx, f, want, nil, func(cols []*colData, n int) error {
 					if prep != nil {
 						prep(cols, n)
 					}

@@ -113,7 +113,11 @@ const checkpointKey = "rollup"
 
 // state is what the output reflects: written with every rollup commit.
 type state struct {
-	Source        string `json:"source"`
+	Source string `json:"source"`
+	// SourceTable names the table a source of another format is (its
+	// identity: "delta:" and a Delta table's id); empty for a sluice
+	// table.
+	SourceTable   string `json:"source_table,omitempty"`
 	SourceVersion int64  `json:"source_version"`
 	Snapshot      string `json:"snapshot"`
 	Spec          string `json:"spec"`

@@ -71,15 +71,29 @@ func Run(ctx context.Context, out *catalog.Table, o Options) (Result, error) {
 	if err := o.Validate(); err != nil {
 		return Result{}, err
 	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	start := time.Now()
 	src, err := catalog.Open(ctx, o.Source, catalog.Options{})
 	if err != nil {
 		return Result{}, fmt.Errorf("source %s: %w", cloud.Redact(o.Source), err)
 	}
 	defer src.Close()
+	return RunSource(ctx, out, src, o)
+}
+
+// RunSource is Run over the source src, opened on o.Source by the caller,
+// who closes it: a sluice table, or a view of a table of another format
+// (catalog.View, a Delta table's version). Of a view, whose versions are
+// not a sluice table's, a run is incremental only when the source is at
+// the version the output reflects: else it recomputes in full, saying
+// "the source is a Delta table".
+func RunSource(ctx context.Context, out *catalog.Table, src catalog.Readable, o Options) (Result, error) {
+	if err := o.Validate(); err != nil {
+		return Result{}, err
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	start := time.Now()
+	var err error
 	var res Result
 	for race := 0; ; race++ {
 		res, err = runOnce(ctx, out, src, o)
@@ -98,7 +112,7 @@ func Run(ctx context.Context, out *catalog.Table, o Options) (Result, error) {
 // run is one attempt's inputs.
 type run struct {
 	j       *job
-	src     *catalog.Table
+	src     catalog.Readable
 	out     *catalog.Table
 	sm, om  *catalog.Manifest
 	snap    *base
@@ -153,6 +167,23 @@ func (r *run) sourceID() string {
 	return cloud.Redact(strings.TrimSuffix(r.src.Store().URL(""), "/"))
 }
 
+// view is the source as a view of a table of another format, nil for a
+// sluice table.
+func (r *run) view() *catalog.View {
+	v, _ := r.src.(*catalog.View)
+	return v
+}
+
+// sourceTable names, in the checkpoint, the table a view of another
+// format reads (a Delta table's id), so that another table at the same
+// location is another source; "" for a sluice table, as before.
+func (r *run) sourceTable() string {
+	if r.view() == nil {
+		return ""
+	}
+	return r.src.Identity(r.sm)
+}
+
 // refDay is the UTC day a source partition of a source partitioned by
 // day holds.
 func (r *run) refDay(ref catalog.PartitionRef) (int64, bool) {
@@ -166,7 +197,7 @@ func (r *run) refDay(ref catalog.PartitionRef) (int64, bool) {
 	return parseDay(d)
 }
 
-func runOnce(ctx context.Context, out, src *catalog.Table, o Options) (Result, error) {
+func runOnce(ctx context.Context, out *catalog.Table, src catalog.Readable, o Options) (Result, error) {
 	r := &run{src: src, out: out}
 	var err error
 	if r.sm, err = src.Latest(ctx); err != nil {
@@ -175,7 +206,7 @@ func runOnce(ctx context.Context, out, src *catalog.Table, o Options) (Result, e
 		}
 		return Result{}, fmt.Errorf("source %s: %w", cloud.Redact(o.Source), err)
 	}
-	if r.j, err = newJob(o, cloud.Redact(o.Source), r.sm.Schema, r.sm.Spec); err != nil {
+	if r.j, err = newJob(o, cloud.Redact(o.Source), catalog.ReadSchema(r.sm), r.sm.Spec); err != nil {
 		return Result{}, err
 	}
 	files, release, err := snapshotFiles(ctx, o.Snapshot)
@@ -271,8 +302,12 @@ func (r *run) decide(ctx context.Context) (int64, string, error) {
 		return 0, "", fmt.Errorf("%w: %s; give --full to recompute the output with the new ones", ErrOptionsChanged, specDiff(old.Spec, o.spec()))
 	case old.Snapshot != r.snap.identity():
 		return 0, fmt.Sprintf("a new snapshot (%s, was %s)", r.snap.identity(), old.Snapshot), nil
-	case old.Source != r.sourceID() && old.Source != o.Source:
+	case old.Source != r.sourceID() && old.Source != o.Source, old.SourceTable != r.sourceTable():
 		return 0, "another source", nil
+	case r.view() != nil && r.sm.Version != old.SourceVersion:
+		// A view holds one version: which partitions changed since
+		// the output's cannot be read as a sluice table's commits say.
+		return 0, "the source is a " + r.view().Format() + " table", nil
 	case r.sm.Version < old.SourceVersion:
 		return 0, fmt.Sprintf("the source went back from version %d to %d", old.SourceVersion, r.sm.Version), nil
 	}
@@ -358,7 +393,7 @@ func (r *run) lastEventDay(ctx context.Context) (int64, bool, error) {
 		if err != nil {
 			return 0, false, err
 		}
-		err = scanFile(ctx, st, key, f.Bytes, []catalog.Column{r.j.timeCol}, nil, func(cols []*colData, n int) error {
+		err = scanData(ctx, dataFile{st, key, f.Bytes, f.PartitionValues}, []catalog.Column{r.j.timeCol}, nil, func(cols []*colData, n int) error {
 			for i := 0; i < n; i++ {
 				if cols[0].valid[i] {
 					d := cols[0].ints[i]

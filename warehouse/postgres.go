@@ -16,7 +16,7 @@ import (
 const connectTimeout = 15 * time.Second
 
 // publishPostgres is Publish into PostgreSQL.
-func publishPostgres(ctx context.Context, t *catalog.Table, tgt target, o Options) (Result, error) {
+func publishPostgres(ctx context.Context, t catalog.Readable, tgt target, o Options) (Result, error) {
 	m, err := t.Latest(ctx)
 	if err != nil {
 		return Result{}, fmt.Errorf("read table: %w", err)
@@ -192,7 +192,7 @@ func relkindName(k string) string {
 // binary COPY, then builds NAME's indexes and constraints on it, in one
 // transaction: a load that dies leaves nothing. It returns the rows
 // loaded, which must be the version's.
-func load(ctx context.Context, conn *pgx.Conn, t *catalog.Table, m *catalog.Manifest, schema catalog.Schema, files []catalog.DataFile,
+func load(ctx context.Context, conn *pgx.Conn, t catalog.Readable, m *catalog.Manifest, schema catalog.Schema, files []catalog.DataFile,
 	tgt target, cols string, plan *carryPlan, o Options) (int64, error) {
 	newT := tgt.with("_new")
 	tx, err := conn.Begin(ctx)

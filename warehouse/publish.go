@@ -106,13 +106,13 @@ type Result struct {
 }
 
 // newRecord is the sluice_published record of rows of version m of t.
-func newRecord(t *catalog.Table, m *catalog.Manifest, rows int64, run string) record {
+func newRecord(t catalog.Readable, m *catalog.Manifest, rows int64, run string) record {
 	return record{identity: t.Identity(m), location: t.Store().URL(""), version: m.Version, rows: rows, run: run}
 }
 
 // Publish loads the latest version of t into the warehouse o.To as o.As
 // with the _new/_old swap (see the package doc).
-func Publish(ctx context.Context, t *catalog.Table, o Options) (Result, error) {
+func Publish(ctx context.Context, t catalog.Readable, o Options) (Result, error) {
 	start := time.Now()
 	if o.LockTimeout <= 0 {
 		o.LockTimeout = DefaultLockTimeout

@@ -75,7 +75,7 @@ type manifestEntry struct {
 }
 
 // redshiftManifest is the COPY manifest of the table's files.
-func redshiftManifest(t *catalog.Table, files []catalog.DataFile) ([]byte, error) {
+func redshiftManifest(t catalog.Readable, files []catalog.DataFile) ([]byte, error) {
 	entries := make([]manifestEntry, len(files))
 	for i, f := range files {
 		entries[i].URL, entries[i].Mandatory, entries[i].Meta.ContentLength = t.FileURL(f), true, f.Bytes
@@ -206,7 +206,7 @@ func redshiftURL(u *url.URL) string {
 // is created and loaded by COPY ... FORMAT AS PARQUET MANIFEST and renamed
 // over NAME. Views need no recreation: Redshift's late-binding views (WITH
 // NO SCHEMA BINDING) bind by name.
-func publishRedshift(ctx context.Context, t *catalog.Table, tgt target, u *url.URL, o Options, load redshiftLoader) (Result, error) {
+func publishRedshift(ctx context.Context, t catalog.Readable, tgt target, u *url.URL, o Options, load redshiftLoader) (Result, error) {
 	loc, err := cloud.ParseLocation(t.Location())
 	if err != nil || loc.Kind != cloud.KindS3 {
 		return Result{}, fmt.Errorf("%s: %w (its COPY reads from S3; publish a copy of the table on s3://)", t.Location(), ErrNotOnS3)
@@ -218,9 +218,9 @@ func publishRedshift(ctx context.Context, t *catalog.Table, tgt target, u *url.U
 	if err != nil {
 		return Result{}, fmt.Errorf("read table: %w", err)
 	}
-	if schema := publishedSchema(m); len(schema.Columns) > len(m.Schema.Columns) {
-		return Result{}, fmt.Errorf("column %q: %w: a partition column kept in folder names, which Redshift's COPY does not read",
-			schema.Columns[len(m.Schema.Columns)].Name, ErrUnsupportedType)
+	if c := folderColumn(m); c != "" {
+		return Result{}, fmt.Errorf("column %q: %w: a partition column kept out of the data files (in folder names or a table log), which Redshift's COPY does not read",
+			c, ErrUnsupportedType)
 	}
 	cols, err := redshiftColumnDefs(m.Schema)
 	if err != nil {

@@ -42,7 +42,7 @@ type converter = func(any) (any, error)
 
 // newRowSource starts reading files as schema, each value turned by the
 // column's converter. Call close when done.
-func newRowSource(ctx context.Context, t *catalog.Table, schema catalog.Schema, files []catalog.DataFile, conv []converter) *rowSource {
+func newRowSource(ctx context.Context, t catalog.Readable, schema catalog.Schema, files []catalog.DataFile, conv []converter) *rowSource {
 	ctx, cancel := context.WithCancel(ctx)
 	ch := make(chan [][]any, batchesInFlight)
 	errc := make(chan error, 1)
@@ -53,7 +53,7 @@ func newRowSource(ctx context.Context, t *catalog.Table, schema catalog.Schema, 
 	return &rowSource{ch: ch, errc: errc, cancel: cancel}
 }
 
-func readFiles(ctx context.Context, t *catalog.Table, schema catalog.Schema, files []catalog.DataFile, conv []converter, ch chan<- [][]any) error {
+func readFiles(ctx context.Context, t catalog.Readable, schema catalog.Schema, files []catalog.DataFile, conv []converter, ch chan<- [][]any) error {
 	batch := make([][]any, 0, batchRows)
 	send := func() error {
 		select {
@@ -116,19 +116,25 @@ func readFiles(ctx context.Context, t *catalog.Table, schema catalog.Schema, fil
 	return nil
 }
 
-// publishedSchema is the table's schema followed by its identity
-// partition fields that are not columns of it (Spark's partition
-// columns, found only in folder names), nullable, as Spark and DuckDB
-// read a Hive-partitioned folder.
-func publishedSchema(m *catalog.Manifest) catalog.Schema {
-	cols := append([]catalog.Column(nil), m.Schema.Columns...)
+// publishedSchema is the table's schema as a reader sees it
+// (catalog.ReadSchema): its columns, then its identity partition fields
+// that are not columns of it (Spark's partition columns, found only in
+// folder names), nullable, as Spark and DuckDB read a Hive-partitioned
+// folder. A file lacking a partition column has it from its partition
+// values (partitionFill).
+func publishedSchema(m *catalog.Manifest) catalog.Schema { return catalog.ReadSchema(m) }
+
+// folderColumn is the first column of the published schema whose values
+// are a partition's (a Hive folder's, a Delta log's), not the files':
+// "" when there is none.
+func folderColumn(m *catalog.Manifest) string {
+	schema := publishedSchema(m)
 	for _, f := range m.Spec.Fields {
-		if _, ok := m.Schema.Column(f.Name); ok || f.Transform != "identity" {
-			continue
+		if _, ok := schema.Column(f.Name); ok && f.Transform == "identity" {
+			return f.Name
 		}
-		cols = append(cols, catalog.Column{Name: f.Name, Type: f.Type, Nullable: true})
 	}
-	return catalog.Schema{Columns: cols}
+	return ""
 }
 
 // asNullable is schema with the columns at idx nullable: a file lacking a
@@ -241,7 +247,7 @@ func (s *rowSource) close() {
 
 // liveFiles lists the data files of version m, the ones every warehouse
 // loads, and their bytes in all.
-func liveFiles(ctx context.Context, t *catalog.Table, m *catalog.Manifest) ([]catalog.DataFile, int64, error) {
+func liveFiles(ctx context.Context, t catalog.Readable, m *catalog.Manifest) ([]catalog.DataFile, int64, error) {
 	files, err := t.Files(ctx, m)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list files: %w", err)

@@ -38,7 +38,7 @@ func sqlitePath(u *url.URL) (string, error) {
 // and readers see the old table until the commit. The write lock (BEGIN
 // IMMEDIATE) is the advisory lock: a second publish waits for the first
 // whole, within o.LockTimeout per attempt, retried with backoff.
-func publishSQLite(ctx context.Context, t *catalog.Table, tgt target, path string, o Options) (Result, error) {
+func publishSQLite(ctx context.Context, t catalog.Readable, tgt target, path string, o Options) (Result, error) {
 	if tgt.schema != "" && tgt.schema != "main" {
 		return Result{}, fmt.Errorf("%w: %q: a sqlite:// warehouse has one schema, main", ErrInvalidName, tgt.String())
 	}
@@ -269,7 +269,7 @@ func sqliteCheckLeftovers(ctx context.Context, conn *sql.Conn, tgt target, dropD
 
 // sqliteLoad creates NAME_new and inserts the
 // version's rows into it, in the caller's transaction.
-func sqliteLoad(ctx context.Context, conn *sql.Conn, t *catalog.Table, m *catalog.Manifest, schema catalog.Schema, files []catalog.DataFile,
+func sqliteLoad(ctx context.Context, conn *sql.Conn, t catalog.Readable, m *catalog.Manifest, schema catalog.Schema, files []catalog.DataFile,
 	tgt target, cols string, progress func(done, total int64)) (int64, error) {
 	newT := tgt.with("_new")
 	if _, err := conn.ExecContext(ctx, "CREATE TABLE "+newT.sql()+" ("+cols+")"); err != nil {

@@ -16,6 +16,7 @@ import (
 // bars, and the commit observers of every table it opens.
 func (a *app) env() jobs.Env {
 	return jobs.Env{RunID: a.runID, Logger: a.logger, Observers: a.observers(), MirrorKeep: a.icebergVacuum, OpenFormat: openFormat,
+		OpenRead: openRead,
 		Progress: func(name string) jobs.Progress { return a.progress(name) }}
 }
 

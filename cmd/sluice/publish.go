@@ -31,6 +31,9 @@ and retried with backoff, so it never holds readers back for longer. The
 version published is recorded with the table's identity in
 sluice_published beside NAME: publishing the same table's same version
 again does nothing, whatever path names the table (--force reloads).
+TABLE may be a Delta table (a folder with _delta_log/ and no sluice table):
+the rows live at its newest version are loaded, partition columns from
+the log, and the Delta table's id and version are what is recorded.
 
 The password comes from the URL, PGPASSWORD or ~/.pgpass and is never
 printed.

@@ -32,7 +32,13 @@ header line) with the key columns,
 a column per running measure and date. A rerun restates only the days that
 changed since the source version OUT reflects (late events included), from
 the totals OUT stores for the day before; nothing new commits nothing;
---full recomputes and gives the identical table.`,
+--full recomputes and gives the identical table.
+
+The source may be a Delta table (a folder with _delta_log/ and no sluice
+table): the rows live at its newest version are read, partition columns
+from the log, typed as its schema says. A rerun at the same Delta version
+does nothing; at a new one it recomputes in full ("the source is a Delta
+table").`,
 		Example: `  sluice rollup ./lake/list_rollup --source ./lake/events --snapshot ./snapshots/lists.parquet \
       --key list_id --time event_time --measure 'subscribers=sum(tally)' --measure 'events=count()'`,
 		Args: exactArgs(1, "OUT"),
