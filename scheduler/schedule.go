@@ -41,6 +41,21 @@ type Schedule struct {
 	zoneGiven bool
 }
 
+// parseSpec is robfig's parse, less its panics: a zone prefix with no
+// schedule after it ("TZ=", which robfig slices out of range) is an
+// error, as is any other panic of the parser.
+func parseSpec(spec string) (s cron.Schedule, err error) {
+	if (strings.HasPrefix(spec, "TZ=") || strings.HasPrefix(spec, "CRON_TZ=")) && !strings.Contains(spec, " ") {
+		return nil, fmt.Errorf("%q names a zone and no schedule after it (CRON_TZ=Europe/Berlin 0 6 * * *)", spec)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			s, err = nil, fmt.Errorf("%q is not a schedule the parser can read (%v)", spec, r)
+		}
+	}()
+	return specParser.Parse(spec)
+}
+
 // scheduleProbe is where ParseSchedule looks for a spec's first ticks: a
 // leap year's start, so a February 29 job fires within robfig's reach.
 var scheduleProbe = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -49,7 +64,7 @@ var scheduleProbe = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 // seconds first, a descriptor (@daily, @every 5m), optionally prefixed
 // by CRON_TZ=Zone (or TZ=Zone).
 func ParseSchedule(spec string) (*Schedule, error) {
-	s, err := specParser.Parse(spec)
+	s, err := parseSpec(spec)
 	if err != nil {
 		return nil, err
 	}

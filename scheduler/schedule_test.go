@@ -183,3 +183,14 @@ func TestScheduleWithoutZoneTakesTheHostsByName(t *testing.T) {
 		}
 	}
 }
+
+// A zone with no schedule after it ("TZ=", "CRON_TZ=Europe/Paris") made
+// robfig's parser panic, taking validate down with it; it is refused as
+// a schedule that is no schedule.
+func TestScheduleOfAZoneAloneIsRefused(t *testing.T) {
+	for _, spec := range []string{"TZ=", "CRON_TZ=", "CRON_TZ=Europe/Paris", "TZ=UTC"} {
+		if _, err := ParseSchedule(spec); err == nil || !strings.Contains(err.Error(), "no schedule after it") {
+			t.Errorf("ParseSchedule(%q) = %v; want it refused: no schedule after the zone", spec, err)
+		}
+	}
+}
