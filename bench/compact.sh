@@ -26,6 +26,8 @@
 # checked by tools/deltarows.mjs (the log replayed, DuckDB reading the
 # files) before and after, and reported against sluice's own table and
 # DuckDB.
+# SLUICE_CPUPROFILE=FILE writes CPU profiles of the last round's sluice runs
+# to FILE.sluice and FILE.delta (go tool pprof -top FILE.delta).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -57,6 +59,7 @@ sync
 t0=$(date +%s.%N); find "$IN" -name '*.parquet' -print0 | xargs -0 cat > /dev/null; t1=$(date +%s.%N)
 cat_s=$(echo "$t1 - $t0" | bc)
 
+prof() { [ -n "${SLUICE_CPUPROFILE:-}" ] && echo "--cpuprofile=$SLUICE_CPUPROFILE.$1" || true; }
 duck_s= sluice_s= duck_rss= sluice_rss= duck_all= sluice_all= delta_s= delta_rss= delta_all= delta_want=
 for round in $(seq "$RUNS"); do
   /usr/bin/time -v -o "$DATA/duck.time" node bench/duckcompact.mjs "$IN" "$OUT_DUCK" > "$DATA/duck.json"
@@ -66,7 +69,7 @@ for round in $(seq "$RUNS"); do
 
   rm -rf "$OUT_SLUICE"
   "$DATA/sluice" import -q "$OUT_SLUICE" --from "$IN" > /dev/null
-  /usr/bin/time -v -o "$DATA/sluice.time" "$DATA/sluice" compact "$OUT_SLUICE" --include-current --min-input-files 1 --json > "$DATA/sluice.json"
+  /usr/bin/time -v -o "$DATA/sluice.time" "$DATA/sluice" compact "$OUT_SLUICE" --include-current --min-input-files 1 --json $(prof sluice) > "$DATA/sluice.json"
   s=$(json seconds < "$DATA/sluice.json"); sluice_all="$sluice_all $(printf '%.2f' "$s")"
   if better "$s" "$sluice_s"; then sluice_s=$s; sluice_cpu=$(cpu "$DATA/sluice.time"); fi
   sluice_rss=$(maxrss "$(rss "$DATA/sluice.time")" "$sluice_rss")
@@ -77,7 +80,7 @@ for round in $(seq "$RUNS"); do
     rm -f "$OUT_DELTA/.done"
     node bench/delta-log.mjs "$OUT_DELTA" > /dev/null
     [ -n "$delta_want" ] || delta_want=$(node tools/deltarows.mjs "$OUT_DELTA" | json checksum)
-    /usr/bin/time -v -o "$DATA/delta.time" "$DATA/sluice" compact "$OUT_DELTA" --include-current --min-input-files 1 --json > "$DATA/delta.json"
+    /usr/bin/time -v -o "$DATA/delta.time" "$DATA/sluice" compact "$OUT_DELTA" --include-current --min-input-files 1 --json $(prof delta) > "$DATA/delta.json"
     s=$(json seconds < "$DATA/delta.json"); delta_all="$delta_all $(printf '%.2f' "$s")"
     if better "$s" "$delta_s"; then delta_s=$s; delta_cpu=$(cpu "$DATA/delta.time"); fi
     delta_rss=$(maxrss "$(rss "$DATA/delta.time")" "$delta_rss")
