@@ -103,69 +103,6 @@ func (t *Table) WriteCheckpoint(ctx context.Context, v int64, now time.Time) (Ch
 	return res, nil
 }
 
-// logSource is the part of a log one version is reconciled from: a
-// checkpoint (nil: none) and the commits after it.
-type logSource struct {
-	cp      *checkpoint
-	from    int64    // the checkpoint's version; -1 for none
-	commits []string // keys, in version order
-}
-
-// source is what version v is read from: its newest whole checkpoint and
-// the commits after it, each one there.
-func (t *Table) source(l *listing, v int64) (logSource, error) {
-	if v < 0 || v > l.newest() {
-		return logSource{}, fmt.Errorf("%s: version %d: %w (the newest is %d)", t.st.URL(""), v, ErrVersionNotFound, l.newest())
-	}
-	src := logSource{from: -1}
-	for _, cv := range l.checkpointVersions(v) {
-		if cs := l.usable(cv); len(cs) > 0 {
-			src.cp, src.from = &cs[0], cv
-			break
-		}
-	}
-	if err := l.commitsAfter(src.from, v); err != nil {
-		return src, fmt.Errorf("%s: %w", t.st.URL(""), err)
-	}
-	for c := src.from + 1; c <= v; c++ {
-		src.commits = append(src.commits, l.commits[c])
-	}
-	return src, nil
-}
-
-// each calls fn with every action of src in log order, numbered: the
-// same action has the same number on every pass. fromCheckpoint says an
-// action is a row of the checkpoint.
-func (t *Table) each(ctx context.Context, src logSource, fn func(n int64, a *Action, fromCheckpoint bool) error) error {
-	var n int64
-	if src.cp != nil {
-		if err := readCheckpoint(ctx, t.st, *src.cp, func(as []Action) error {
-			for i := range as {
-				if err := fn(n, &as[i], true); err != nil {
-					return err
-				}
-				n++
-			}
-			return nil
-		}); err != nil {
-			return err
-		}
-	}
-	for _, key := range src.commits {
-		as, err := readCommit(ctx, t.st, key)
-		if err != nil {
-			return err
-		}
-		for i := range as {
-			if err := fn(n, &as[i], false); err != nil {
-				return err
-			}
-			n++
-		}
-	}
-	return nil
-}
-
 // winnerSet is what the first pass learns: the number of the action that
 // holds each live file and each tombstone, and the table-wide actions.
 type winnerSet struct {

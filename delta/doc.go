@@ -23,7 +23,8 @@
 //     hold only the live files' keys;
 //   - settings.go: the table properties that say how the log and the
 //     files are kept (checkpoint interval, retentions);
-//   - snapshot.go: Action Reconciliation into a Snapshot;
+//   - snapshot.go: the checkpoint and commits a version is read from,
+//     read in order, and Action Reconciliation into a Snapshot;
 //   - features.go: which protocol versions and features it reads;
 //   - paths.go: the URI paths of the log, canonicalized for reconciling;
 //   - listed.go: a snapshot's live files as catalog's import adopts them;

@@ -99,21 +99,74 @@ func (t *Table) Snapshot(ctx context.Context, version int64) (*Snapshot, error) 
 	if version == Latest {
 		version = newest
 	}
-	if version < 0 || version > newest {
-		return nil, fmt.Errorf("%s: version %d: %w (the newest is %d)", t.st.URL(""), version, ErrVersionNotFound, newest)
+	src, err := t.source(l, version)
+	if err != nil {
+		return nil, err
 	}
-	for _, cv := range l.checkpointVersions(version) {
+	return t.replay(ctx, src, version)
+}
+
+// logSource is the part of a log one version is reconciled from: a
+// checkpoint (nil: none) and the commits after it.
+type logSource struct {
+	cp      *checkpoint
+	from    int64    // the checkpoint's version; -1 for none
+	commits []string // keys, in version order
+}
+
+// source is what version v is read from: its newest whole checkpoint and
+// the commits after it, each one there.
+func (t *Table) source(l *listing, v int64) (logSource, error) {
+	if v < 0 || v > l.newest() {
+		return logSource{}, fmt.Errorf("%s: version %d: %w (the newest is %d)", t.st.URL(""), v, ErrVersionNotFound, l.newest())
+	}
+	src := logSource{from: -1}
+	for _, cv := range l.checkpointVersions(v) {
 		if cs := l.usable(cv); len(cs) > 0 {
-			if err := l.commitsAfter(cv, version); err != nil {
-				return nil, fmt.Errorf("%s: %w", t.st.URL(""), err)
-			}
-			return t.replay(ctx, l, &cs[0], version)
+			src.cp, src.from = &cs[0], cv
+			break
 		}
 	}
-	if err := l.commitsAfter(-1, version); err != nil {
-		return nil, fmt.Errorf("%s: %w", t.st.URL(""), err)
+	if err := l.commitsAfter(src.from, v); err != nil {
+		return src, fmt.Errorf("%s: %w", t.st.URL(""), err)
 	}
-	return t.replay(ctx, l, nil, version)
+	for c := src.from + 1; c <= v; c++ {
+		src.commits = append(src.commits, l.commits[c])
+	}
+	return src, nil
+}
+
+// each calls fn with every action of src in log order, numbered: the
+// same action has the same number on every pass. fromCheckpoint says an
+// action is a row of the checkpoint.
+func (t *Table) each(ctx context.Context, src logSource, fn func(n int64, a *Action, fromCheckpoint bool) error) error {
+	var n int64
+	if src.cp != nil {
+		if err := readCheckpoint(ctx, t.st, *src.cp, func(as []Action) error {
+			for i := range as {
+				if err := fn(n, &as[i], true); err != nil {
+					return err
+				}
+				n++
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	for _, key := range src.commits {
+		as, err := readCommit(ctx, t.st, key)
+		if err != nil {
+			return err
+		}
+		for i := range as {
+			if err := fn(n, &as[i], false); err != nil {
+				return err
+			}
+			n++
+		}
+	}
+	return nil
 }
 
 // commitsAfter checks that the commits after from up to to are all there.
@@ -141,20 +194,18 @@ type replayState struct {
 // fileKey keys a file in the log: its canonical path and deletion vector.
 type fileKey struct{ path, dv string }
 
-func (s *replayState) apply(as []Action, fromCheckpoint bool) {
-	for _, a := range as {
-		switch {
-		case a.Add != nil:
-			s.live[fileKey{canonical(a.Add.Path, s.root), a.Add.DeletionVector.uniqueID()}] = a.Add
-		case a.Remove != nil && !fromCheckpoint:
-			delete(s.live, fileKey{canonical(a.Remove.Path, s.root), a.Remove.DeletionVector.uniqueID()})
-		case a.Metadata != nil:
-			s.metadata = a.Metadata
-		case a.Protocol != nil:
-			s.protocol = a.Protocol
-		case a.Txn != nil:
-			s.txns[a.Txn.AppID] = a.Txn.Version
-		}
+func (s *replayState) apply(a *Action, fromCheckpoint bool) {
+	switch {
+	case a.Add != nil:
+		s.live[fileKey{canonical(a.Add.Path, s.root), a.Add.DeletionVector.uniqueID()}] = a.Add
+	case a.Remove != nil && !fromCheckpoint:
+		delete(s.live, fileKey{canonical(a.Remove.Path, s.root), a.Remove.DeletionVector.uniqueID()})
+	case a.Metadata != nil:
+		s.metadata = a.Metadata
+	case a.Protocol != nil:
+		s.protocol = a.Protocol
+	case a.Txn != nil:
+		s.txns[a.Txn.AppID] = a.Txn.Version
 	}
 }
 
@@ -168,25 +219,16 @@ func rootPrefix(st cloud.Store) string {
 	return root
 }
 
-// replay reconciles checkpoint c (nil: none) and the commits after it up
-// to version.
-func (t *Table) replay(ctx context.Context, l *listing, c *checkpoint, version int64) (*Snapshot, error) {
+// replay reconciles src, the checkpoint and commits version is read
+// from. A checkpoint's removes are tombstones of files already gone from
+// its live set: they keep no add out.
+func (t *Table) replay(ctx context.Context, src logSource, version int64) (*Snapshot, error) {
 	s := &replayState{live: map[fileKey]*Add{}, txns: map[string]int64{}, root: rootPrefix(t.st)}
-	from := int64(-1)
-	if c != nil {
-		from = c.version
-		// A checkpoint's removes are tombstones of files already gone
-		// from its live set: they keep no add out.
-		if err := readCheckpoint(ctx, t.st, *c, func(as []Action) error { s.apply(as, true); return nil }); err != nil {
-			return nil, err
-		}
-	}
-	for v := from + 1; v <= version; v++ {
-		as, err := readCommit(ctx, t.st, l.commits[v])
-		if err != nil {
-			return nil, err
-		}
-		s.apply(as, false)
+	if err := t.each(ctx, src, func(_ int64, a *Action, fromCheckpoint bool) error {
+		s.apply(a, fromCheckpoint)
+		return nil
+	}); err != nil {
+		return nil, err
 	}
 	where := fmt.Sprintf("%s at version %d", t.st.URL(""), version)
 	switch {
@@ -198,7 +240,7 @@ func (t *Table) replay(ctx context.Context, l *listing, c *checkpoint, version i
 	if err := checkReadable(s.protocol, s.metadata); err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
-	snap := &Snapshot{Version: version, Checkpoint: from, Protocol: *s.protocol, Metadata: *s.metadata, Txns: s.txns,
+	snap := &Snapshot{Version: version, Checkpoint: src.from, Protocol: *s.protocol, Metadata: *s.metadata, Txns: s.txns,
 		Files: make([]File, 0, len(s.live))}
 	for _, a := range s.live {
 		if a.DeletionVector != nil {

@@ -45,7 +45,7 @@ type kind struct {
 	// Delta tables, found by their log (rollup's source, publish's
 	// table). Other kinds and keys refuse a table of another format.
 	reads []string
-	env     Env
+	env   Env
 }
 
 // targeted is a Job that writes one table, named by its TABLE argument.
