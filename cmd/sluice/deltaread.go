@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 
 	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/delta"
@@ -20,8 +19,8 @@ func openRead(ctx context.Context, t *catalog.Table) (catalog.Readable, error) {
 	if err != nil || !isDelta {
 		return nil, err
 	}
-	if _, err := t.LatestVersion(ctx); !errors.Is(err, catalog.ErrTableNotFound) {
-		return nil, err // a sluice table (nil), or a failure to tell
+	if both, err := holdsSluiceTable(ctx, t); both || err != nil {
+		return nil, err
 	}
 	snap, err := delta.New(t.Store()).Snapshot(ctx, delta.Latest)
 	if err != nil {

@@ -20,35 +20,31 @@ import (
 func openFormat(ctx context.Context, t *catalog.Table, o jobs.FormatOptions) (catalog.Maintainable, error) {
 	loc := cloud.Redact(t.Location())
 	isDelta, err := delta.IsDelta(ctx, t.Store())
-	if err == nil && isDelta && o.Deletes {
-		// What one log does not reference, the other may: a vacuum of
-		// either would delete the other's files.
-		if _, err := t.LatestVersion(ctx); !errors.Is(err, catalog.ErrTableNotFound) {
-			if err != nil {
-				return nil, err
-			}
-			return nil, fmt.Errorf("%s holds both a sluice table and a Delta log: vacuum refuses it, as a vacuum of either would delete files the other references", loc)
+	if err != nil {
+		return nil, err
+	}
+	both := false
+	if isDelta && (o.Deletes || o.Format == "") {
+		if both, err = holdsSluiceTable(ctx, t); err != nil {
+			return nil, err
 		}
 	}
 	switch {
-	case err != nil:
-		return nil, err
+	case both && o.Deletes:
+		// What one log does not reference, the other may: a vacuum of
+		// either would delete the other's files.
+		return nil, fmt.Errorf("%s holds both a sluice table and a Delta log: vacuum refuses it, as a vacuum of either would delete files the other references", loc)
 	case o.Format == "sluice":
 		return nil, nil
 	case !isDelta && o.Format == "delta":
 		return nil, fmt.Errorf("%s: --format delta: %w (no commit in _delta_log/)", loc, delta.ErrNotDelta)
 	case !isDelta:
 		return nil, nil
-	case o.Format == "":
-		// Both logs in one folder: a sluice table imported in place
-		// from a Delta folder keeps the Delta log beside its own. The
-		// user says which one is meant.
-		if _, err := t.LatestVersion(ctx); !errors.Is(err, catalog.ErrTableNotFound) {
-			if err != nil {
-				return nil, err
-			}
-			return nil, fmt.Errorf("%s holds both a sluice table and a Delta log: say --format sluice or --format delta", loc)
-		}
+	case both:
+		// A sluice table imported in place from a Delta folder keeps
+		// the Delta log beside its own. The user says which one is
+		// meant.
+		return nil, fmt.Errorf("%s holds both a sluice table and a Delta log: say --format sluice or --format delta", loc)
 	}
 	m, err := delta.New(t.Store()).Maintain(delta.MaintainOptions{S3ConditionalWriters: o.DeltaS3ConditionalWriters,
 		DryRun: o.DryRun, EngineInfo: "sluice/" + readBuildVersion().Version})
@@ -56,4 +52,14 @@ func openFormat(ctx context.Context, t *catalog.Table, o jobs.FormatOptions) (ca
 		return nil, err
 	}
 	return m, nil
+}
+
+// holdsSluiceTable reports whether the folder t was opened on holds a
+// sluice table (beside a Delta log, as an import in place leaves it).
+func holdsSluiceTable(ctx context.Context, t *catalog.Table) (bool, error) {
+	_, err := t.LatestVersion(ctx)
+	if errors.Is(err, catalog.ErrTableNotFound) {
+		return false, nil
+	}
+	return err == nil, err
 }
