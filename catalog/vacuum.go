@@ -47,6 +47,19 @@ type VacuumOptions struct {
 	Keep func(ctx context.Context, cutoff time.Time) (map[string]bool, error)
 }
 
+// Check refuses a negative retention, and one under MinRetention without
+// Force, naming the table at loc: what every format's vacuum checks
+// first.
+func (o VacuumOptions) Check(loc string) error {
+	switch {
+	case o.Retain < 0:
+		return fmt.Errorf("vacuum %s: --retain %s: %w", loc, o.Retain, ErrNegativeRetention)
+	case o.Retain < MinRetention && !o.Force:
+		return fmt.Errorf("vacuum %s: --retain %s: %w (pass --force if no writer or reader can still be using older files)", loc, o.Retain, ErrRetentionTooShort)
+	}
+	return nil
+}
+
 // VacuumResult lists what Vacuum deleted (or would delete, on a dry run).
 type VacuumResult struct {
 	// Deleted are the locations of the deleted objects.
@@ -74,11 +87,8 @@ type VacuumResult struct {
 // that expired manifests would have to keep that knowledge elsewhere.
 func (t *Table) Vacuum(ctx context.Context, o VacuumOptions) (VacuumResult, error) {
 	var res VacuumResult
-	if o.Retain < 0 {
-		return res, fmt.Errorf("vacuum %s: --retain %s: %w", t.loc, o.Retain, ErrNegativeRetention)
-	}
-	if o.Retain < MinRetention && !o.Force {
-		return res, fmt.Errorf("vacuum %s: --retain %s: %w (pass --force if no writer or reader can still be using older files)", t.loc, o.Retain, ErrRetentionTooShort)
+	if err := o.Check(t.loc); err != nil {
+		return res, err
 	}
 	if o.Now.IsZero() {
 		o.Now = time.Now()

@@ -35,11 +35,8 @@ import (
 func (m *Maintained) Vacuum(ctx context.Context, o catalog.VacuumOptions) (catalog.VacuumResult, error) {
 	var res catalog.VacuumResult
 	loc := cloud.Redact(m.t.st.URL(""))
-	switch {
-	case o.Retain < 0:
-		return res, fmt.Errorf("vacuum %s: --retain %s: %w", loc, o.Retain, catalog.ErrNegativeRetention)
-	case o.Retain < catalog.MinRetention && !o.Force:
-		return res, fmt.Errorf("vacuum %s: --retain %s: %w (pass --force if no writer or reader can still be using older files)", loc, o.Retain, catalog.ErrRetentionTooShort)
+	if err := o.Check(loc); err != nil {
+		return res, err
 	}
 	if o.Now.IsZero() {
 		o.Now = time.Now()
