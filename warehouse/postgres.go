@@ -21,7 +21,7 @@ func publishPostgres(ctx context.Context, t catalog.Readable, tgt target, o Opti
 	if err != nil {
 		return Result{}, fmt.Errorf("read table: %w", err)
 	}
-	schema := publishedSchema(m)
+	schema := catalog.ReadSchema(m)
 	cols, err := columnDefs(schema) // before anything is created
 	if err != nil {
 		return Result{}, err

@@ -116,19 +116,11 @@ func readFiles(ctx context.Context, t catalog.Readable, schema catalog.Schema, f
 	return nil
 }
 
-// publishedSchema is the table's schema as a reader sees it
-// (catalog.ReadSchema): its columns, then its identity partition fields
-// that are not columns of it (Spark's partition columns, found only in
-// folder names), nullable, as Spark and DuckDB read a Hive-partitioned
-// folder. A file lacking a partition column has it from its partition
-// values (partitionFill).
-func publishedSchema(m *catalog.Manifest) catalog.Schema { return catalog.ReadSchema(m) }
-
 // folderColumn is the first column of the published schema whose values
 // are a partition's (a Hive folder's, a Delta log's), not the files':
 // "" when there is none.
 func folderColumn(m *catalog.Manifest) string {
-	schema := publishedSchema(m)
+	schema := catalog.ReadSchema(m)
 	for _, f := range m.Spec.Fields {
 		if _, ok := schema.Column(f.Name); ok && f.Transform == "identity" {
 			return f.Name

@@ -47,7 +47,7 @@ func publishSQLite(ctx context.Context, t catalog.Readable, tgt target, path str
 	if err != nil {
 		return Result{}, fmt.Errorf("read table: %w", err)
 	}
-	schema := publishedSchema(m)
+	schema := catalog.ReadSchema(m)
 	cols, err := sqliteColumnDefs(schema) // before the file is touched
 	if err != nil {
 		return Result{}, err
