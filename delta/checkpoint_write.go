@@ -104,18 +104,27 @@ func (t *Table) WriteCheckpoint(ctx context.Context, v int64, now time.Time) (Ch
 }
 
 // winnerSet is what the first pass learns: the number of the action that
-// holds each live file and each tombstone, and the table-wide actions.
+// holds each live file and each tombstone (with its deletion time), and
+// the table-wide actions.
 type winnerSet struct {
-	live, tombs map[fileKey]int64
-	protocol    *Protocol
-	metadata    *Metadata
-	txns        map[string]Txn
-	domains     map[string]DomainMetadata
+	live     map[fileKey]int64
+	tombs    map[fileKey]tombstone
+	protocol *Protocol
+	metadata *Metadata
+	txns     map[string]Txn
+	domains  map[string]DomainMetadata
 }
+
+// tombstone is the remove that holds a removed file: its action's
+// number, and its deletionTimestamp (milliseconds; noTime when it has
+// none).
+type tombstone struct{ n, at int64 }
+
+const noTime = -1
 
 func (t *Table) winners(ctx context.Context, src logSource) (*winnerSet, error) {
 	root := rootPrefix(t.st)
-	w := &winnerSet{live: map[fileKey]int64{}, tombs: map[fileKey]int64{}, txns: map[string]Txn{}, domains: map[string]DomainMetadata{}}
+	w := &winnerSet{live: map[fileKey]int64{}, tombs: map[fileKey]tombstone{}, txns: map[string]Txn{}, domains: map[string]DomainMetadata{}}
 	err := t.each(ctx, src, func(n int64, a *Action, fromCheckpoint bool) error {
 		switch {
 		case a.Add != nil:
@@ -127,7 +136,11 @@ func (t *Table) winners(ctx context.Context, src logSource) (*winnerSet, error) 
 			if !fromCheckpoint {
 				delete(w.live, k)
 			}
-			w.tombs[k] = n
+			at := int64(noTime)
+			if a.Remove.DeletionTimestamp != nil {
+				at = *a.Remove.DeletionTimestamp
+			}
+			w.tombs[k] = tombstone{n, at}
 		case a.Metadata != nil:
 			w.metadata = a.Metadata
 		case a.Protocol != nil:
@@ -199,7 +212,7 @@ func (t *Table) writeCheckpointFile(ctx context.Context, f *os.File, src logSour
 			return push(cpRow{Add: cpAddOf(a.Add)})
 		case a.Remove != nil:
 			k := fileKey{canonical(a.Remove.Path, root), a.Remove.DeletionVector.uniqueID()}
-			if w.tombs[k] != n || a.Remove.DeletionTimestamp == nil || *a.Remove.DeletionTimestamp < expireBefore {
+			if tb := w.tombs[k]; tb.n != n || tb.at == noTime || tb.at < expireBefore {
 				return nil
 			}
 			return push(cpRow{Remove: cpRemoveOf(a.Remove)})

@@ -141,24 +141,22 @@ func checkVacuumable(w *winnerSet) error {
 // referenced gives the keys of the files vacuum keeps, and when each file
 // a commit removed was removed. Kept are the live files of the version
 // src reads and the files removed at or after cutoff: by the tombstones
-// src holds, and by the commits before src's checkpoint written since
+// of src (w's), and by the commits before src's checkpoint written since
 // the cutoff (a checkpoint drops tombstones older than the table's
 // retention, which may be shorter than this vacuum's). A tombstone
 // without a deletion time is kept.
 func (t *Table) referenced(ctx context.Context, l *listing, src logSource, w *winnerSet, cutoff time.Time) (map[string]bool, map[string]time.Time, error) {
-	root := rootPrefix(t.st)
 	kept := make(map[string]bool, len(w.live))
 	for k := range w.live {
 		kept[k.path] = true
 	}
 	removedAt := map[string]time.Time{}
-	tomb := func(r *Remove) {
-		p := canonical(r.Path, root)
-		if r.DeletionTimestamp == nil {
+	tomb := func(p string, ms int64) {
+		if ms == noTime {
 			kept[p] = true
 			return
 		}
-		at := time.UnixMilli(*r.DeletionTimestamp)
+		at := time.UnixMilli(ms)
 		if !at.Before(cutoff) {
 			kept[p] = true
 		}
@@ -166,15 +164,10 @@ func (t *Table) referenced(ctx context.Context, l *listing, src logSource, w *wi
 			removedAt[p] = at
 		}
 	}
-	err := t.each(ctx, src, func(n int64, a *Action, _ bool) error {
-		if a.Remove != nil && w.tombs[fileKey{canonical(a.Remove.Path, root), a.Remove.DeletionVector.uniqueID()}] == n {
-			tomb(a.Remove)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, nil, err
+	for k, tb := range w.tombs {
+		tomb(k.path, tb.at)
 	}
+	root := rootPrefix(t.st)
 	for v, key := range l.commits {
 		if v > src.from || l.commitTimes[v].Before(cutoff) {
 			continue
@@ -183,9 +176,13 @@ func (t *Table) referenced(ctx context.Context, l *listing, src logSource, w *wi
 		if err != nil {
 			return nil, nil, err
 		}
-		for i := range as {
-			if as[i].Remove != nil {
-				tomb(as[i].Remove)
+		for _, a := range as {
+			if r := a.Remove; r != nil {
+				ms := int64(noTime)
+				if r.DeletionTimestamp != nil {
+					ms = *r.DeletionTimestamp
+				}
+				tomb(canonical(r.Path, root), ms)
 			}
 		}
 	}
