@@ -35,6 +35,10 @@ type DataFile struct {
 	// the exact one. Both are set by the commit, not by the writer.
 	AddedVersion int64     `json:"added_v"`
 	AddedAt      time.Time `json:"added_at"`
+	// HasDeletes says rows of the file are deleted by other files (an
+	// Iceberg table's position deletes): compaction rewrites it whatever
+	// its size, leaving those rows out. Never set for a sluice table.
+	HasDeletes bool `json:"-"`
 }
 
 // NewDataFilePath returns a fresh, unique key for a data file in partition

@@ -24,6 +24,7 @@ import (
 // files, where a data file lives, the name of a file written for it (a
 // Delta table names its files as Delta's writers do), and the commit.
 // Every catalog.Maintainable implements it: *catalog.Table, a Delta table.
+// A table whose data files may have deleted rows implements RowDeleter too.
 type Table interface {
 	Latest(ctx context.Context) (*catalog.Manifest, error)
 	Files(ctx context.Context, m *catalog.Manifest) ([]catalog.DataFile, error)
@@ -92,7 +93,10 @@ type Result struct {
 	Partitions        int
 	FilesIn, FilesOut int
 	BytesIn, BytesOut int64
-	Rows              int64
+	// Rows are the rows read from the inputs, RowsDeleted those of them
+	// that were deleted (RowDeleter) and left out: the outputs hold
+	// Rows - RowsDeleted rows.
+	Rows, RowsDeleted int64
 	// PagesReused counts the output pages of the committed partitions
 	// stored as their input's compressed bytes (RewriteResult).
 	PagesReused int
@@ -118,8 +122,9 @@ func (r Result) Err() error {
 
 // Run compacts the table: plan, rewrite bins in parallel, verify, commit
 // per group of partitions. With no target file size in o, the table's own
-// applies (catalog.Manifest.TargetFileSize). An error in one partition
-// does not stop the others; see Result.Failed. The returned error is for the run as a whole
+// applies (catalog.Manifest.TargetFileSize). A table that is a RowDeleter
+// has its inputs' deleted rows left out (Result.RowsDeleted). An error in
+// one partition does not stop the others; see Result.Failed. The returned error is for the run as a whole
 // (the table could not be read, the context was cancelled).
 func Run(ctx context.Context, t Table, o Options) (Result, error) {
 	start := time.Now()
@@ -215,6 +220,7 @@ type partState struct {
 	outputs []catalog.DataFile
 	inputs  []catalog.DataFile
 	rows    int64
+	deleted int64
 	reused  int
 	err     error
 }
@@ -294,7 +300,9 @@ func (c *compaction) rewriteBin(gctx context.Context, b Bin) error {
 	if !failed {
 		ro := c.o.Rewrite
 		ro.Outputs = b.Outputs
-		rr, err = Rewrite(gctx, c.open, t.Store(), c.m.Schema, b.Partition, b.Inputs, ro)
+		if ro.Deleted, err = c.deletedRows(gctx, b.Inputs, ro.Deleted); err == nil {
+			rr, err = Rewrite(gctx, c.open, t.Store(), c.m.Schema, b.Partition, b.Inputs, ro)
+		}
 	}
 	if cerr := gctx.Err(); cerr != nil {
 		// Cancelled, not failed: the outputs of this bin are
@@ -312,6 +320,7 @@ func (c *compaction) rewriteBin(gctx context.Context, b Bin) error {
 		s.outputs = append(s.outputs, rr.Outputs...)
 		s.inputs = append(s.inputs, b.Inputs...)
 		s.rows += rr.RowsIn
+		s.deleted += rr.RowsDeleted
 		s.reused += rr.PagesReused
 	} else {
 		deleteOutputs(context.WithoutCancel(ctx), t.Store(), rr.Outputs)
@@ -339,6 +348,30 @@ func (c *compaction) rewriteBin(gctx context.Context, b Bin) error {
 		c.commitGroup(gi)
 	}
 	return nil
+}
+
+// deletedRows returns the RewriteOptions.Deleted of a bin of inputs: when
+// the table is a RowDeleter, their deleted rows as it says, asked once an
+// input; else given, the options' own.
+func (c *compaction) deletedRows(ctx context.Context, inputs []catalog.DataFile, given func(catalog.DataFile) []int64) (func(catalog.DataFile) []int64, error) {
+	rd, ok := c.t.(RowDeleter)
+	if !ok {
+		return given, nil
+	}
+	deleted := map[string][]int64{}
+	for _, f := range inputs {
+		pos, err := rd.DeletedRows(ctx, f)
+		if err != nil {
+			return nil, fmt.Errorf("deleted rows of %s: %w", f.Path, err)
+		}
+		if len(pos) > 0 {
+			deleted[f.Path] = pos
+		}
+	}
+	if len(deleted) == 0 {
+		return nil, nil
+	}
+	return func(f catalog.DataFile) []int64 { return deleted[f.Path] }, nil
 }
 
 // commitGroup commits the outputs of group gi's partitions that did not
@@ -406,6 +439,7 @@ func (c *compaction) addCommitted(v int64, ok []string) {
 		res.FilesIn += len(s.inputs)
 		res.FilesOut += len(s.outputs)
 		res.Rows += s.rows
+		res.RowsDeleted += s.deleted
 		res.PagesReused += s.reused
 		for _, f := range s.inputs {
 			res.BytesIn += f.Bytes

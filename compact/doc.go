@@ -33,6 +33,8 @@
 //   - checksum.go: the order-independent row checksum both sides compute.
 //   - proof.go: a reused page is proven by its bytes when its output is
 //     read back, instead of by its values.
+//   - deletes.go: an input's deleted rows (Iceberg's position deletes)
+//     left out, the input read row by row; RowDeleter.
 //   - nested.go: a table with struct, list or map columns, rewritten row
 //     by row through internal/pqio and verified per leaf, each row's hash
 //     folding its leaves' repetition and definition levels.

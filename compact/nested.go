@@ -53,8 +53,10 @@ type nestedRewrite struct {
 
 	inSum, outSum     uint64
 	inNulls, outNulls []int64 // per leaf
+	hashed            int64   // rows hashed on the inputs' side
 	prow              parquet.Row
 	batch             [][]any
+	toWrite           []parquet.Row // copyRows' rows to write
 	res               RewriteResult
 	partValues        map[string]*string
 }
@@ -134,18 +136,34 @@ func (nr *nestedRewrite) copyFile(open Opener, df catalog.DataFile) error {
 		}
 		nr.inBytes, nr.fileRows = 0, 0
 	}
+	del, err := nr.o.deletions(df, f.NumRows())
+	if err != nil {
+		return err
+	}
+	// Counted from the positions, not as rows go: the verification
+	// compares the two.
+	nr.res.RowsDeleted += del.within(0, f.NumRows())
 	nr.res.BytesIn += size
 	nr.inBytes += size
 	if pqio.SameLayout(nr.schema, df.Path, f) && testHookCorruptRow == nil {
-		return nr.copyRows(df.Path, f)
+		return nr.copyRows(df.Path, f, del)
 	}
+	var pos int64 // the row's position in the file
 	err = pqio.ScanParquetFile(nr.ctx, df.Path, f, nr.schema, func(row []any) error {
-		var err error
-		if nr.prow, err = nr.shred.Shred(row, nr.prow[:0]); err != nil {
-			return fmt.Errorf("%s: %w", df.Path, err)
-		}
-		nr.inSum += leafRowHash(nr.prow, nr.inNulls)
+		kept, write := del.keep(pos)
+		pos++
 		nr.res.RowsIn++
+		if kept {
+			var err error
+			if nr.prow, err = nr.shred.Shred(row, nr.prow[:0]); err != nil {
+				return fmt.Errorf("%s: %w", df.Path, err)
+			}
+			nr.inSum += leafRowHash(nr.prow, nr.inNulls)
+			nr.hashed++
+		}
+		if !write {
+			return nil
+		}
 		if testHookCorruptRow != nil {
 			testHookCorruptRow(row)
 		}
@@ -163,9 +181,10 @@ func (nr *nestedRewrite) copyFile(open Opener, df catalog.DataFile) error {
 
 // copyRows copies an input stored as the output is (pqio.SameLayout) row
 // by row as Parquet rows, leaf values with their levels, hashed as read:
-// nothing is assembled or converted.
-func (nr *nestedRewrite) copyRows(key string, f *parquet.File) error {
+// nothing is assembled or converted. The rows del deletes are left out.
+func (nr *nestedRewrite) copyRows(key string, f *parquet.File, del *deletions) error {
 	buf := make([]parquet.Row, 256)
+	var pos int64 // the position of buf[0] in the file
 	err := pqio.NoPanic(func() error {
 		for g, rg := range f.RowGroups() {
 			if err := nr.ctx.Err(); err != nil {
@@ -174,16 +193,28 @@ func (nr *nestedRewrite) copyRows(key string, f *parquet.File) error {
 			rows := rg.Rows()
 			for {
 				n, rerr := rows.ReadRows(buf)
-				for _, row := range buf[:n] {
-					nr.inSum += leafRowHash(row, nr.inNulls)
-					if testHookCorruptLeaves != nil {
-						testHookCorruptLeaves(row)
+				// The rows written gather in a slice of their own:
+				// ReadRows refills each of buf's rows in place.
+				out := nr.toWrite[:0]
+				for i, row := range buf[:n] {
+					kept, write := del.keep(pos + int64(i))
+					if kept {
+						nr.inSum += leafRowHash(row, nr.inNulls)
+						nr.hashed++
+					}
+					if write {
+						if testHookCorruptLeaves != nil {
+							testHookCorruptLeaves(row)
+						}
+						out = append(out, row)
 					}
 				}
+				nr.toWrite = out
+				pos += int64(n)
 				nr.res.RowsIn += int64(n)
-				nr.fileRows += int64(n)
-				if n > 0 {
-					if err := nr.pw.WriteRows(buf[:n]); err != nil {
+				nr.fileRows += int64(len(out))
+				if len(out) > 0 {
+					if err := nr.pw.WriteRows(out); err != nil {
 						rows.Close()
 						return err
 					}
@@ -323,8 +354,8 @@ func (nr *nestedRewrite) readBack(key string, r io.ReaderAt, size int64) (int64,
 
 // verify compares the inputs' rows with the outputs'.
 func (nr *nestedRewrite) verify() error {
-	if nr.res.RowsOut != nr.res.RowsIn {
-		return fmt.Errorf("rewrite %s: %w: %d rows in, %d rows out", nr.partition, ErrVerify, nr.res.RowsIn, nr.res.RowsOut)
+	if err := verifyRows(nr.partition, nr.res, nr.hashed); err != nil {
+		return err
 	}
 	for l, p := range nr.leafPaths {
 		if nr.inNulls[l] != nr.outNulls[l] {

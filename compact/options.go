@@ -36,6 +36,15 @@ type RewriteOptions struct {
 	// NewPath names an output file of a partition (a Hive folder).
 	// Nil: catalog.NewDataFilePath.
 	NewPath func(partition string) string
+	// Deleted, when set, returns the positions of input f's deleted rows:
+	// 0-based, in file order across its row groups, sorted and distinct
+	// (a list that is not is sorted and a repeated position counted once);
+	// nil when none is. The rewrite leaves those rows out
+	// (RewriteResult.RowsDeleted) and reads such an input row by row. A
+	// position that is not a row of f fails the rewrite with
+	// ErrDeletePosition. Run sets it from a Table that is a RowDeleter.
+	// Nil: no row is deleted.
+	Deleted func(f catalog.DataFile) []int64
 }
 
 // newPath names an output file of partition.

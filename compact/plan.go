@@ -403,14 +403,18 @@ func planPartition(p string, files []catalog.DataFile, o PlanOptions, today stri
 		smallBytes int64
 		splits     []Bin
 		young      int
+		deletes    bool // a file taken has rows deleted by other files
 	)
 	for _, f := range files {
 		if o.MinFileAge > 0 && o.Now.Sub(f.AddedAt) < o.MinFileAge {
 			young++
 			continue
 		}
+		deletes = deletes || f.HasDeletes
 		switch {
-		case 4*f.Bytes < 3*t:
+		case 4*f.Bytes < 3*t, f.HasDeletes && 5*f.Bytes <= 9*t:
+			// Small, or of a size to keep but with deleted rows that
+			// a rewrite leaves out.
 			small = append(small, f)
 			smallBytes += f.Bytes
 		case 5*f.Bytes > 9*t:
@@ -432,9 +436,11 @@ func planPartition(p string, files []catalog.DataFile, o PlanOptions, today stri
 		skip = fmt.Sprintf("no small files old enough (%d younger than %v)", young, o.MinFileAge)
 	case n == 0:
 		skip = "no small files"
-	case n < int64(o.MinInputFiles) && smallBytes <= t:
+	// A file with deleted rows is rewritten whatever the count, so
+	// that its deletes go.
+	case n < int64(o.MinInputFiles) && smallBytes <= t && !deletes:
 		skip = fmt.Sprintf("too few small files (%d < %d)", n, o.MinInputFiles)
-	case n <= ceilDiv(smallBytes, t):
+	case n <= ceilDiv(smallBytes, t) && !deletes:
 		skip = fmt.Sprintf("already compacted (%s <= ceil(%s / %s) = %d)",
 			plural(n, "small file"), planSize(smallBytes), planSize(t), ceilDiv(smallBytes, t))
 	default:

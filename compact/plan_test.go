@@ -642,3 +642,42 @@ func TestOutputsFor(t *testing.T) {
 		})
 	}
 }
+
+// A file whose rows other files delete (an Iceberg table's position
+// deletes) is rewritten whatever its size and however few files its
+// partition has, so that its deletes can go; a file with deletes past
+// the split size is split, as any.
+func TestPlanRewritesFilesWithDeletes(t *testing.T) {
+	o := PlanOptions{TargetFileSize: 100 * planMiB, Now: planNow, IncludeCurrent: true}
+	withDeletes := func(f catalog.DataFile) catalog.DataFile { f.HasDeletes = true; return f }
+	files := []catalog.DataFile{
+		// One large file with deletes: alone, it is rewritten.
+		withDeletes(planFile("date=2024-01-01", "a", 90*planMiB, time.Hour)),
+		// One small file with deletes, beside a large one without.
+		withDeletes(planFile("date=2024-01-02", "b", planMiB, time.Hour)),
+		planFile("date=2024-01-02", "c", 95*planMiB, time.Hour),
+		// The same without deletes: too few small files.
+		planFile("date=2024-01-03", "d", planMiB, time.Hour),
+		planFile("date=2024-01-03", "e", 95*planMiB, time.Hour),
+		// Past the split size, with deletes: split.
+		withDeletes(planFile("date=2024-01-04", "f", 300*planMiB, time.Hour)),
+	}
+	p, err := PlanCompaction(files, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken := map[string][]string{}
+	for _, b := range p.Bins() {
+		for _, f := range b.Inputs {
+			taken[b.Partition] = append(taken[b.Partition], f.Path)
+		}
+	}
+	want := map[string][]string{
+		"date=2024-01-01": {files[0].Path},
+		"date=2024-01-02": {files[1].Path},
+		"date=2024-01-04": {files[5].Path},
+	}
+	if !maps.EqualFunc(taken, want, slices.Equal) {
+		t.Errorf("files taken %v; want %v", taken, want)
+	}
+}

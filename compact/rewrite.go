@@ -28,9 +28,11 @@ type RewriteResult struct {
 	// Each has Path (RewriteOptions.NewPath of the partition), Partition,
 	// PartitionValues (copied from the inputs), Bytes and FileStats.
 	Outputs []catalog.DataFile
-	// RowsIn and RowsOut are the rows read and written (equal: verified);
-	// BytesIn and BytesOut the bytes of the input and output files.
-	RowsIn, RowsOut, BytesIn, BytesOut int64
+	// RowsIn and RowsOut are the rows read and written, RowsDeleted the
+	// rows read that were deleted (RewriteOptions.Deleted) and left out:
+	// RowsOut = RowsIn - RowsDeleted, verified. BytesIn and BytesOut are
+	// the bytes of the input and output files.
+	RowsIn, RowsOut, RowsDeleted, BytesIn, BytesOut int64
 	// PagesReused counts the output pages stored as their input's
 	// compressed bytes rather than compressed again (see reusingCodec).
 	PagesReused int
@@ -52,6 +54,11 @@ type RewriteResult struct {
 // against the inputs: rows, null counts per column and an order-independent
 // checksum of every row's values; a mismatch is an error wrapping
 // ErrVerify. On any error the outputs written so far are deleted.
+//
+// The deleted rows of an input (o.Deleted) are left out: such an input is
+// read row by row (none of its pages is reused), and the verification
+// counts and hashes its kept rows only. A deleted position that is not a
+// row of its file fails the rewrite with ErrDeletePosition.
 func Rewrite(ctx context.Context, open Opener, out cloud.Store, schema catalog.Schema, partition string, inputs []catalog.DataFile, o RewriteOptions) (res RewriteResult, err error) {
 	if err := o.Validate(); err != nil {
 		return RewriteResult{}, err
@@ -155,6 +162,9 @@ type rewriter struct {
 	res             RewriteResult
 	encodingsChosen bool
 	vals            []parquet.Value
+	// rows of an input with deleted rows (copyRowGroupRows): those read,
+	// and of them those kept and those written
+	rowBuf, keptRows, writtenRows []parquet.Row
 
 	// codecs are the output columns' codecs by name.
 	codecs map[string]*reusingCodec
@@ -195,6 +205,10 @@ func (rw *rewriter) copyFile(p *prefetched) error {
 	if err := pqio.CheckCompatible(rw.schema, fileSchema, key); err != nil {
 		return err
 	}
+	del, err := rw.o.deletions(p.f, f.NumRows())
+	if err != nil {
+		return err
+	}
 	leafCols := map[int]*parquet.Column{}
 	leafColumns(f.Root(), leafCols)
 	plans := make([]colPlan, len(rw.schema.Columns))
@@ -218,7 +232,10 @@ func (rw *rewriter) copyFile(p *prefetched) error {
 			// input column, needs 1 there. A required column's buffer
 			// reads the payload alone.
 			pl.relevel = tc.Nullable && (conv != nil || !c.Nullable)
-			if col := leafCols[c.Leaf]; conv == nil && col != nil && rw.ph.covers(col, rw.hashers[j]) {
+			// An input with deleted rows is read row by row and hashed
+			// as its rows are kept (copyRowGroupRows): neither its pages'
+			// hashes nor its pages serve.
+			if col := leafCols[c.Leaf]; del == nil && conv == nil && col != nil && rw.ph.covers(col, rw.hashers[j]) {
 				pl.pageHash, pl.maxDef = true, byte(col.MaxDefinitionLevel())
 			}
 			pl.reuse = p.data != nil && pl.pageHash && int(pl.maxDef) == pl.def && !pl.relevel
@@ -226,60 +243,89 @@ func (rw *rewriter) copyFile(p *prefetched) error {
 		plans[j] = pl
 	}
 	md := f.Metadata()
-	if !rw.encodingsChosen && len(md.RowGroups) > 0 {
-		// Dictionary encoding where it pays: where the engine that wrote the
-		// first input gave up on a dictionary for a string column, so do we.
-		rw.encodingsChosen = true
-		noDict := make([]bool, len(plans))
-		anyNoDict := false
-		for j, pl := range plans {
-			if pl.leaf < 0 || pl.leaf >= len(md.RowGroups[0].Columns) || rw.leaves[j].Type().Kind() != parquet.ByteArray {
-				continue
-			}
-			meta := &md.RowGroups[0].Columns[pl.leaf].MetaData
-			noDict[j] = meta.DictionaryPageOffset == 0 && !slices.ContainsFunc(meta.Encoding, func(e format.Encoding) bool {
-				// PLAIN_DICTIONARY is deprecated for writers, but older
-				// writers (Spark 2, parquet-mr 1.x) still mark their
-				// dictionary pages with it.
-				return e == format.RLEDictionary || e == format.PlainDictionary //lint:ignore SA1019 reading old files
-			})
-			anyNoDict = anyNoDict || noDict[j]
-		}
-		if anyNoDict && rw.w == nil {
-			ps, err := rw.parquetSchema(noDict)
-			if err != nil {
-				return err
-			}
-			rw.ps = ps
-		}
+	if err := rw.chooseEncodings(md, plans); err != nil {
+		return err
 	}
 	// Pages are reused only into a column the output writes PLAIN.
 	for j, field := range rw.ps.Fields() {
 		plans[j].reuse = plans[j].reuse && writesPlain(field)
 	}
 	rw.res.BytesIn += p.size
+	return rw.copyRowGroups(key, f, plans, p.data, del)
+}
+
+// chooseEncodings picks, at the first input that has a row group, which
+// string columns the outputs write without a dictionary.
+func (rw *rewriter) chooseEncodings(md *format.FileMetaData, plans []colPlan) error {
+	if rw.encodingsChosen || len(md.RowGroups) == 0 {
+		return nil
+	}
+	// Dictionary encoding where it pays: where the engine that wrote the
+	// first input gave up on a dictionary for a string column, so do we.
+	rw.encodingsChosen = true
+	noDict := make([]bool, len(plans))
+	anyNoDict := false
+	for j, pl := range plans {
+		if pl.leaf < 0 || pl.leaf >= len(md.RowGroups[0].Columns) || rw.leaves[j].Type().Kind() != parquet.ByteArray {
+			continue
+		}
+		meta := &md.RowGroups[0].Columns[pl.leaf].MetaData
+		noDict[j] = meta.DictionaryPageOffset == 0 && !slices.ContainsFunc(meta.Encoding, func(e format.Encoding) bool {
+			// PLAIN_DICTIONARY is deprecated for writers, but older
+			// writers (Spark 2, parquet-mr 1.x) still mark their
+			// dictionary pages with it.
+			return e == format.RLEDictionary || e == format.PlainDictionary //lint:ignore SA1019 reading old files
+		})
+		anyNoDict = anyNoDict || noDict[j]
+	}
+	if anyNoDict && rw.w == nil {
+		ps, err := rw.parquetSchema(noDict)
+		if err != nil {
+			return err
+		}
+		rw.ps = ps
+	}
+	return nil
+}
+
+// copyRowGroups copies the row groups of input f, whose deleted rows, if
+// any, are del (nil: none), into the output.
+func (rw *rewriter) copyRowGroups(key string, f *parquet.File, plans []colPlan, data []byte, del *deletions) error {
+	md := f.Metadata()
+	var first int64 // the row group's first row in the file
 	for g, rg := range f.RowGroups() {
 		if err := rw.ctx.Err(); err != nil {
 			return err
 		}
 		n := rg.NumRows()
+		start := first
+		first += n
 		if n == 0 {
 			continue
 		}
+		dropped := del.within(start, n)
+		if dropped == n {
+			// Nothing of it is kept: nothing to read.
+			rw.res.RowsIn += n
+			rw.res.RowsDeleted += n
+			continue
+		}
 		var compressed int64
+		var metas []format.ColumnChunk
 		if g < len(md.RowGroups) {
-			for _, c := range md.RowGroups[g].Columns {
+			metas = md.RowGroups[g].Columns
+			for _, c := range metas {
 				compressed += c.MetaData.TotalCompressedSize
 			}
 		}
 		if err := rw.startRowGroup(compressed); err != nil {
 			return err
 		}
-		var metas []format.ColumnChunk
-		if g < len(md.RowGroups) {
-			metas = md.RowGroups[g].Columns
+		copyGroup := func() error { return rw.copyRowGroup(key, rg, plans, data, metas) }
+		if del != nil {
+			copyGroup = func() error { return rw.copyRowGroupRows(key, rg, plans, del, start, int(n-dropped)) }
 		}
-		if err := pqio.NoPanic(func() error { return rw.copyRowGroup(key, rg, plans, p.data, metas) }); err != nil {
+		if err := pqio.NoPanic(copyGroup); err != nil {
 			return err
 		}
 		rw.inBytes += compressed

@@ -62,8 +62,8 @@ func (rw *rewriter) readBack(key string, r io.ReaderAt, size int64) (catalog.Fil
 
 // verify compares the inputs' rows with the outputs'.
 func (rw *rewriter) verify() error {
-	if rw.res.RowsOut != rw.res.RowsIn {
-		return fmt.Errorf("rewrite %s: %w: %d rows in, %d rows out", rw.partition, ErrVerify, rw.res.RowsIn, rw.res.RowsOut)
+	if err := verifyRows(rw.partition, rw.res, rw.in.n); err != nil {
+		return err
 	}
 	if rw.res.RowsOut == 0 {
 		return nil
@@ -75,6 +75,20 @@ func (rw *rewriter) verify() error {
 	}
 	if rw.in.sum != rw.outSum {
 		return fmt.Errorf("rewrite %s: %w: the checksum of the rows read (%016x) differs from the rows written (%016x)", rw.partition, ErrVerify, rw.in.sum, rw.outSum)
+	}
+	return nil
+}
+
+// verifyRows compares the rows a rewrite of partition read, less those
+// deleted, with the rows it hashed on the inputs' side and the rows it
+// wrote.
+func verifyRows(partition string, res RewriteResult, hashed int64) error {
+	want := res.RowsIn - res.RowsDeleted
+	if res.RowsOut != want {
+		return fmt.Errorf("rewrite %s: %w: %d rows in, %d of them deleted, %d rows out", partition, ErrVerify, res.RowsIn, res.RowsDeleted, res.RowsOut)
+	}
+	if hashed != want {
+		return fmt.Errorf("rewrite %s: %w: %d rows in, %d of them deleted, %d rows hashed", partition, ErrVerify, res.RowsIn, res.RowsDeleted, hashed)
 	}
 	return nil
 }
