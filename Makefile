@@ -40,12 +40,14 @@ TOOLS_STAMP := tools/node_modules/.sluice-installed
 
 all: build
 
-# PostgreSQL's server binaries for the tests' own server: installed
-# (Debian's postgresql) when missing and this user may (root, or sudo
-# without a password); otherwise one line says what to run, before any
-# test starts. .ci/run calls it too.
+# PostgreSQL's server binaries for the tests' own server, and python3's
+# avro module for the Iceberg spec walk (tools/iceberg_walk.py): installed
+# (Debian's postgresql, python3-avro) when missing and this user may (root,
+# or sudo without a password); otherwise one line says what to run, before
+# any test starts. .ci/run calls it too.
 deps:
 	@bash scripts/test-deps.sh
+	@bash tools/walk-deps.sh
 
 tools: $(TOOLS_STAMP)
 
