@@ -429,3 +429,41 @@ func TestImportAdoptsNoUncommittedFileOfSluice(t *testing.T) {
 		t.Errorf("table has %d rows, want %d", res.Manifest.Rows, want)
 	}
 }
+
+// Files an Iceberg writer wrote carry field ids; the table adopting them
+// keeps none in its schema, nested ones included, so that the files it
+// writes itself carry none (its Iceberg mirror numbers its columns).
+func TestImportKeepsNoFieldIDs(t *testing.T) {
+	ctx := context.Background()
+	src := t.TempDir()
+	st, err := cloud.Open(ctx, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	schema := pqio.Schema{Columns: []pqio.Column{
+		{Name: "id", Type: pqio.Type{Kind: pqio.KindInt64}, ID: 1},
+		{Name: "attrs", Type: pqio.StructOf(pqio.Column{Name: "k", Type: pqio.Type{Kind: pqio.KindString}, Nullable: true, ID: 3}), Nullable: true, ID: 2},
+	}}
+	if _, _, err := pqio.WriteParquet(ctx, st, "part-0.parquet", schema, [][]any{{int64(1), map[string]any{"k": "a"}}}); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := catalog.Open(ctx, filepath.Join(t.TempDir(), "t"), catalog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tbl.Close()
+	if _, err := tbl.Import(ctx, src, catalog.ImportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := tbl.Latest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Schema.String() != schema.String() {
+		t.Fatalf("schema %s, want %s", m.Schema, schema)
+	}
+	if m.Schema.Columns[0].ID != 0 || m.Schema.Columns[1].ID != 0 || m.Schema.Columns[1].Type.Fields[0].ID != 0 {
+		t.Errorf("the table's schema keeps field ids: %+v", m.Schema.Columns)
+	}
+}

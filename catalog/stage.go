@@ -167,7 +167,9 @@ func (s *staged) build(ctx context.Context, base *Manifest) (*Manifest, error) {
 // carries over), in that order.
 func (c *Change) applyUpdates(next *Manifest) error {
 	if c.Schema != nil {
-		next.Schema = *c.Schema
+		// A sluice table's files carry no field ids (its Iceberg mirror
+		// numbers the columns), whatever files it was inferred from.
+		next.Schema = c.Schema.WithoutIDs()
 	}
 	if c.Spec != nil {
 		next.Spec = *c.Spec

@@ -168,6 +168,11 @@ func fieldOf(t Type, name string) (Column, bool) {
 // up to 38 digits; string with uuid → string. Anything else (date with
 // timestamp, int64 with float64, string with int32) fails with an error
 // wrapping ErrIncompatibleSchema that names the column and both types.
+//
+// Field ids (Column.ID) do not decide what merges: columns and fields
+// match by name. A merged column or child keeps the id both sides give it,
+// or the one only one side gives; none when they give different ones (see
+// mergeID).
 func MergeSchemas(a, b Schema) (Schema, error) {
 	var out Schema
 	var problems []string
@@ -183,7 +188,7 @@ func MergeSchemas(a, b Schema) (Schema, error) {
 			problems = append(problems, fmt.Sprintf("column %q: %s and %s have no common type", ca.Name, ca.Type, cb.Type))
 			continue
 		}
-		out.Columns = append(out.Columns, Column{Name: ca.Name, Type: t, Nullable: ca.Nullable || cb.Nullable})
+		out.Columns = append(out.Columns, Column{Name: ca.Name, Type: t, Nullable: ca.Nullable || cb.Nullable, ID: mergeID(ca.ID, cb.ID)})
 	}
 	for _, cb := range b.Columns {
 		if _, ok := a.Column(cb.Name); !ok {
@@ -249,7 +254,7 @@ func commonNested(a, b Type) (Type, bool) {
 	}
 	merge := func(fa, fb Column) (Column, bool) {
 		t, ok := commonType(fa.Type, fb.Type)
-		return Column{Name: fa.Name, Type: t, Nullable: fa.Nullable || fb.Nullable}, ok
+		return Column{Name: fa.Name, Type: t, Nullable: fa.Nullable || fb.Nullable, ID: mergeID(fa.ID, fb.ID)}, ok
 	}
 	out := Type{Kind: a.Kind}
 	if a.Kind != KindStruct {

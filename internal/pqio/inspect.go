@@ -175,13 +175,15 @@ func fileColumns(key string, md *format.FileMetaData) ([]fileColumn, error) {
 	return cols, nil
 }
 
-// mapLeaf maps one primitive column to our type. Its errors wrap
-// ErrUnsupportedType and read "type UINT64 is not supported yet".
+// mapLeaf maps one primitive column to our type, with its field id. Its
+// errors wrap ErrUnsupportedType and read "type UINT64 is not supported
+// yet".
 func mapLeaf(e *format.SchemaElement) (fileColumn, error) {
 	phys := e.Type.V
 	c := fileColumn{phys: phys, minMax: true}
 	c.Name = e.Name
 	c.Nullable = e.RepetitionType.V == format.Optional
+	c.ID = elemFieldID(e)
 	unsupported := func(what string) (fileColumn, error) {
 		return fileColumn{}, fmt.Errorf("type %s is %w", what, ErrUnsupportedType)
 	}

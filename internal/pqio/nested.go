@@ -62,10 +62,11 @@ func isMap(e *format.SchemaElement) bool {
 }
 
 // field maps the element e (already read) and its subtree at path to a
-// field: its type and whether it is nullable. A repeated element outside
-// a LIST or MAP group is a list of required elements.
+// field: its type, whether it is nullable and its field id. A repeated
+// element outside a LIST or MAP group is a list of required elements (the
+// id is the list's; its element has none).
 func (w *schemaWalk) field(e *format.SchemaElement, path string) (Column, error) {
-	c := Column{Name: e.Name}
+	c := Column{Name: e.Name, ID: elemFieldID(e)}
 	if isRepeated(e) {
 		t, err := w.inner(e, path+".element")
 		if err != nil {
@@ -130,7 +131,9 @@ func (w *schemaWalk) structType(e *format.SchemaElement, n int, path string) (Ty
 	return t, nil
 }
 
-// list maps a LIST group's one child r, by LogicalTypes.md's rules.
+// list maps a LIST group's one child r, by LogicalTypes.md's rules. The
+// element's field id is the element's: the repeated element's of the two
+// levels, the repeated group's one child's of the three.
 func (w *schemaWalk) list(e *format.SchemaElement, path string) (Type, error) {
 	r, err := w.next()
 	if err != nil {
@@ -144,11 +147,11 @@ func (w *schemaWalk) list(e *format.SchemaElement, path string) (Type, error) {
 	case !isGroupElem(r):
 		// Two levels: the repeated primitive is the (required) element.
 		t, err := w.inner(r, elemPath)
-		return ListOf(t, false), err
+		return listWithID(ListOf(t, false), elemFieldID(r)), err
 	case r.NumChildren.V > 1 || r.Name == "array" || r.Name == e.Name+"_tuple":
 		// Two levels: the repeated group is the (required) struct element.
 		t, err := w.structType(r, int(r.NumChildren.V), elemPath)
-		return ListOf(t, false), err
+		return listWithID(ListOf(t, false), elemFieldID(r)), err
 	}
 	// Three levels: the repeated group's one child is the element.
 	ce, err := w.next()
@@ -159,10 +162,17 @@ func (w *schemaWalk) list(e *format.SchemaElement, path string) (Type, error) {
 		return Type{}, fmt.Errorf("%s: column %q: a repeated list element is %w", w.key, elemPath, ErrUnsupportedType)
 	}
 	f, err := w.field(ce, elemPath)
-	return ListOf(f.Type, f.Nullable), err
+	return listWithID(ListOf(f.Type, f.Nullable), f.ID), err
 }
 
-// mapType maps a MAP group's repeated key_value group.
+// listWithID is the list type t with its element's field id set to id.
+func listWithID(t Type, id int) Type {
+	t.Fields[0].ID = id
+	return t
+}
+
+// mapType maps a MAP group's repeated key_value group; the key's and the
+// value's field ids are their elements'.
 func (w *schemaWalk) mapType(e *format.SchemaElement, path string) (Type, error) {
 	kv, err := w.next()
 	if err != nil {
@@ -190,5 +200,7 @@ func (w *schemaWalk) mapType(e *format.SchemaElement, path string) (Type, error)
 		return Type{}, fmt.Errorf("%s: column %q: a repeated map value is %w", w.key, path+".value", ErrUnsupportedType)
 	}
 	v, err := w.field(ve, path+".value")
-	return MapOf(k, v.Type, v.Nullable), err
+	t := MapOf(k, v.Type, v.Nullable)
+	t.Fields[0].ID, t.Fields[1].ID = elemFieldID(ke), v.ID
+	return t, err
 }

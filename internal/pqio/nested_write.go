@@ -20,7 +20,9 @@ import (
 // nestedNode is the Parquet node of a nested table column: structs as
 // groups in field order, lists in the three-level LIST layout
 // (list/element), maps as MAP of key_value; every leaf compressed by the
-// codec its path gives.
+// codec its path gives. Each node carries its column's field id: a
+// struct's, list's or map's on its group, a list element's on element, a
+// map key's and value's on key and value (the layout Iceberg writes).
 func nestedNode(c Column, path string, codec func(string) compress.Codec) (parquet.Node, error) {
 	var n parquet.Node
 	switch c.Type.Kind {
@@ -58,9 +60,9 @@ func nestedNode(c Column, path string, codec func(string) compress.Codec) (parqu
 		return parquet.Compressed(ln, codec(path)), nil
 	}
 	if c.Nullable {
-		return parquet.Optional(n), nil
+		return withFieldID(parquet.Optional(n), c.ID), nil
 	}
-	return parquet.Required(n), nil
+	return withFieldID(parquet.Required(n), c.ID), nil
 }
 
 // Shredder turns rows of a schema into Parquet rows: every leaf's values

@@ -137,7 +137,8 @@ func DescribeParquetFile(key string, f *parquet.File) (Schema, []ParquetColumn, 
 // ParquetSchema returns the Parquet schema sluice writes a table of schema
 // with: its columns in the table's order (not sorted by name, as
 // parquet.Group would), with the physical types, logical types and
-// encodings listed on ParquetWriter.
+// encodings listed on ParquetWriter, and the field ids of the columns and
+// nested children that have one (Column.ID).
 func ParquetSchema(schema Schema) (*parquet.Schema, error) {
 	return ParquetSchemaNoDict(schema, nil, nil)
 }
@@ -192,6 +193,9 @@ func ParquetSchemaNoDict(schema Schema, noDict []bool, codec func(column string)
 func parquetFields(schema Schema, noDict []bool, codec func(column string) compress.Codec) (*parquet.Schema, []func(any) (parquet.Value, error), error) {
 	if len(schema.Columns) == 0 {
 		return nil, nil, errors.New("the schema has no columns")
+	}
+	if err := checkFieldIDs(schema); err != nil {
+		return nil, nil, err
 	}
 	fields := make(orderedGroup, len(schema.Columns))
 	enc := make([]func(any) (parquet.Value, error), len(schema.Columns))

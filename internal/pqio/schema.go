@@ -72,7 +72,9 @@ func (t Type) Elem() Column { return t.Fields[len(t.Fields)-1] }
 func (t Type) Key() Type { return t.Fields[0].Type }
 
 // Equal tells whether two types are the same, nested fields (names, types
-// and nullability) included.
+// and nullability) included. Field ids (Column.ID) are not compared: a
+// table's schema without ids and a file written with them (by an Iceberg
+// writer) hold the same types.
 func (t Type) Equal(o Type) bool {
 	if t.Kind != o.Kind || t.Precision != o.Precision || t.Scale != o.Scale || len(t.Fields) != len(o.Fields) {
 		return false
@@ -291,11 +293,21 @@ func (t *Type) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Column is one column of a table schema.
+// Column is one column of a table schema, or one child of a nested type
+// (a struct's field, a list's element, a map's key or value).
 type Column struct {
 	Name     string `json:"name"`
 	Type     Type   `json:"type"`
 	Nullable bool   `json:"nullable,omitempty"`
+	// ID is the column's Parquet field id (the field_id of its schema
+	// element in a file's footer), by which Iceberg readers resolve
+	// columns; 0 means none (Iceberg's ids start at 1). Files are written
+	// with the ids a schema has, and read with those their footer has. A
+	// nested type's children carry theirs in their own Column. Type.Equal
+	// and the schema's text (String) leave ids out: a column is the same
+	// column with or without one. A Type's JSON is its schema-string text,
+	// so only top-level ids survive a schema's JSON.
+	ID int `json:"id,omitempty"`
 }
 
 // Schema is a table's ordered list of columns. Column order is the order

@@ -496,7 +496,8 @@ func (pw *ParquetWriter) Abort() {
 }
 
 // columnNode returns the Parquet node of a table column and the encoder of
-// its non-null values.
+// its non-null values; the node carries the column's field id (see
+// withFieldID).
 func columnNode(c Column) (parquet.Node, func(any) (parquet.Value, error), error) {
 	t := c.Type
 	check := func(f func(any) parquet.Value) func(any) (parquet.Value, error) {
@@ -586,7 +587,7 @@ func columnNode(c Column) (parquet.Node, func(any) (parquet.Value, error), error
 	} else {
 		n = parquet.Required(n)
 	}
-	return n, enc, nil
+	return withFieldID(n, c.ID), enc, nil
 }
 
 // uuidEncoding is the encoding of a uuid column's text:
