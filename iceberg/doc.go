@@ -1,7 +1,24 @@
-// Package iceberg mirrors a sluice table's versions as Apache Iceberg
-// snapshots in a SQL catalog (SQLite or PostgreSQL), so that any Iceberg
-// reader sees exactly the live files of a committed version, with time
-// travel by snapshot.
+// Package iceberg does two things with Apache Iceberg tables in SQL
+// catalogs (SQLite or PostgreSQL). It maintains tables other engines
+// write, in place: Maintained (catalog.Maintainable) gives compaction an
+// Iceberg table's current data files, with their position deletes, and
+// commits each group of rewrites as a "replace" snapshot through
+// iceberg-go's rewrite; its Vacuum expires snapshots and removes orphan
+// files through iceberg-go; Listed gives import a table's live files.
+// And it mirrors a sluice table's versions as Iceberg snapshots, so that
+// any Iceberg reader sees exactly the live files of a committed version,
+// with time travel by snapshot.
+//
+// Maintenance files: address.go iceberg+ locations and opening a
+// catalog sluice did not create; maintain.go the table, its partitions
+// and file names; maintain_scan.go its live files and their deletes;
+// maintain_commit.go the rewrite commit and its retries;
+// maintain_conflict.go what other writers' snapshots changed since;
+// maintain_vacuum.go expiry and orphan removal; posdeletes.go the rows
+// position deletes and deletion vectors delete; foreign_schema.go the
+// table's schema as the data files' (with field ids); listed.go import.
+//
+// The mirror:
 //
 // sluice's own manifest stays the source of truth. Sync turns each version
 // not yet mirrored into one Iceberg snapshot, in order, through

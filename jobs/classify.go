@@ -45,6 +45,12 @@ var permanent = []error{
 	iceberg.ErrCatalogURL,        // a catalog URL sluice cannot use
 	iceberg.ErrPasswordInURL,     // a password where it must not be
 	iceberg.ErrSchemaChanged,     // the mirror cannot follow this schema change
+	iceberg.ErrTableURL,          // an iceberg+ location that does not parse
+	iceberg.ErrNoSuchTable,       // an Iceberg table its catalog does not have
+	iceberg.ErrNotBuilt,          // what sluice does not do with an Iceberg table yet
+	iceberg.ErrUnsupportedType,   // a column sluice does not rewrite
+	iceberg.ErrEqualityDeletes,   // deletes sluice does not apply yet
+	ErrCatalogTable,              // a job that does not take an Iceberg table in its catalog
 	cloud.ErrUnsupportedURL,      // a location sluice cannot open
 	cloud.ErrBucketNotFound,      // a bucket that is not there
 	cloud.ErrPermission,          // credentials that lack a right

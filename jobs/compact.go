@@ -50,7 +50,7 @@ func (o *Compact) Bind(fs *pflag.FlagSet) {
 	fs.Var(&o.MaxCommits, "max-commits", "commit in at most this many groups of partitions, >= 1 (default 10)")
 	fs.Var(&o.Workers, "workers", "bins rewritten at once, >= 1 (default: number of CPUs)")
 	fs.Var(&o.Memory, "memory", "bytes all workers together may buffer (default 384MiB)")
-	fs.StringVar(&o.Format, "format", "", "the table's format, sluice or delta (default: told by the location: a folder with _delta_log/ is a Delta table)")
+	fs.StringVar(&o.Format, "format", "", "the table's format, sluice, delta or iceberg (default: told by the location: a folder with _delta_log/ is a Delta table, an iceberg+ location an Iceberg table in its catalog)")
 	fs.BoolVar(&o.DeltaS3ConditionalWriters, "delta-s3-conditional-writers", false, "commit to a Delta table on S3: every writer of it commits with conditional puts (Spark's S3 log store does not)")
 }
 
@@ -76,7 +76,7 @@ func (o *Compact) Validate() error {
 	if o.MinFileAge < 0 {
 		errs = append(errs, bad("min-file-age", "%s: want a duration >= 0", o.MinFileAge))
 	}
-	if err := checkFormat(o.Format, "compaction"); err != nil {
+	if err := checkFormat(o.Format); err != nil {
 		errs = append(errs, err)
 	}
 	for _, p := range o.Partitions {
@@ -109,16 +109,19 @@ func (*Compact) spareProcs() bool { return true }
 
 // CompactResult is what a compaction did; it is the --json summary.
 type CompactResult struct {
-	Command     string   `json:"command"`
-	Table       string   `json:"table"`
-	DryRun      bool     `json:"dry_run"`
-	Partitions  int      `json:"partitions"`
-	FilesIn     int64    `json:"files_in"`
-	FilesOut    int64    `json:"files_out"`
-	BytesIn     int64    `json:"bytes_in"`
-	BytesOut    int64    `json:"bytes_out"`
-	RowsIn      int64    `json:"rows_in"`
-	RowsWritten int64    `json:"rows_written"`
+	Command     string `json:"command"`
+	Table       string `json:"table"`
+	DryRun      bool   `json:"dry_run"`
+	Partitions  int    `json:"partitions"`
+	FilesIn     int64  `json:"files_in"`
+	FilesOut    int64  `json:"files_out"`
+	BytesIn     int64  `json:"bytes_in"`
+	BytesOut    int64  `json:"bytes_out"`
+	RowsIn      int64  `json:"rows_in"`
+	RowsWritten int64  `json:"rows_written"`
+	// RowsDeleted are input rows other files deleted (an Iceberg table's
+	// position deletes), left out: rows_written = rows_in - rows_deleted.
+	RowsDeleted int64    `json:"rows_deleted"`
 	PagesReused int      `json:"pages_reused"`
 	Versions    []int64  `json:"versions"`
 	Version     int64    `json:"version,omitempty"`
@@ -166,7 +169,7 @@ func (o *Compact) Run(ctx context.Context, env Env) (Result, error) {
 	bar.Done()
 	res.Plan, res.seconds = r.Plan, r.Seconds
 	res.Partitions, res.FilesIn, res.FilesOut = r.Partitions, int64(r.FilesIn), int64(r.FilesOut)
-	res.BytesIn, res.BytesOut, res.RowsIn, res.RowsWritten = r.BytesIn, r.BytesOut, r.Rows, r.Rows
+	res.BytesIn, res.BytesOut, res.RowsIn, res.RowsWritten, res.RowsDeleted = r.BytesIn, r.BytesOut, r.Rows, r.Rows-r.RowsDeleted, r.RowsDeleted
 	res.PagesReused, res.Versions, res.Dropped, res.Failed = r.PagesReused, orEmpty(r.Versions), orEmpty(r.Dropped), len(r.Failed)
 	if o.DryRun {
 		filesIn, filesOut, bytesIn := r.Plan.Totals()
@@ -227,13 +230,9 @@ func heldBack(p compact.Plan) string {
 	return "nothing compacted: " + strings.Join(parts, "; ")
 }
 
-// checkFormat refuses a --format that is not a table format, and
-// "iceberg", which what (a job's work) is not built for yet.
-func checkFormat(format, what string) error {
-	switch {
-	case format == "iceberg":
-		return bad("format", "iceberg: %s of Iceberg tables in their catalogs is not built yet", what)
-	case format != "" && !slices.Contains(scheduler.TableFormats, format):
+// checkFormat refuses a --format that is not a table format.
+func checkFormat(format string) error {
+	if format != "" && !slices.Contains(scheduler.TableFormats, format) {
 		return bad("format", "%q: want one of %s", format, strings.Join(scheduler.TableFormats, ", "))
 	}
 	return nil

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/sluice-data/sluice/catalog"
+	"github.com/sluice-data/sluice/cloud"
 )
 
 // Job is one kind's options, set from a command's flags or a pipeline
@@ -72,12 +73,24 @@ type Env struct {
 	// version, catalog.View), which then owns t's store; nil, for a
 	// sluice table, keeps t. Unset, every table read is a sluice table.
 	OpenRead func(ctx context.Context, t *catalog.Table) (catalog.Readable, error)
+	// OpenCatalogTable, when set, opens a table named by its catalog
+	// (an iceberg+ location) for maintenance, as o says. Unset, such a
+	// location is refused.
+	OpenCatalogTable func(ctx context.Context, loc string, o FormatOptions) (catalog.Maintainable, error)
 }
+
+// IsCatalogTable reports whether loc names a table in an Iceberg catalog
+// (iceberg+sqlite:///path#ns.table and the like) rather than a folder.
+func IsCatalogTable(loc string) bool { return strings.HasPrefix(loc, "iceberg+") }
+
+// ErrCatalogTable refuses an iceberg+ location to a job that does not
+// work on Iceberg tables in their catalogs yet.
+var ErrCatalogTable = errors.New("not built yet for an Iceberg table in its catalog")
 
 // FormatOptions say how a job opens a table of another format.
 type FormatOptions struct {
 	// Format is the format the user named: "" to tell it from the
-	// location, "sluice" or "delta".
+	// location, "sluice", "delta" or "iceberg".
 	Format string
 	// DeltaS3ConditionalWriters is the user's word that every writer of
 	// a Delta table on S3 commits with conditional puts.
@@ -126,6 +139,9 @@ func (e Env) begin(ctx context.Context, j Job, loc string) (*catalog.Table, erro
 	if err := j.Validate(); err != nil {
 		return nil, classify(err)
 	}
+	if IsCatalogTable(loc) {
+		return nil, classify(fmt.Errorf("%s: %s: %w (compact works on one)", cloud.Redact(loc), j.Kind(), ErrCatalogTable))
+	}
 	t, err := e.open(ctx, loc)
 	if err != nil {
 		return nil, classify(err)
@@ -136,6 +152,12 @@ func (e Env) begin(ctx context.Context, j Job, loc string) (*catalog.Table, erro
 // beginMaintained validates j's options and opens the table at loc, of
 // whatever format fo says or the location shows; its error is classified.
 func (e Env) beginMaintained(ctx context.Context, j Job, loc string, fo FormatOptions) (catalog.Maintainable, error) {
+	if IsCatalogTable(loc) {
+		return e.beginCatalogTable(ctx, j, loc, fo)
+	}
+	if fo.Format == "iceberg" {
+		return nil, classify(bad("format", "iceberg: an Iceberg table is named by its catalog, not its folder: iceberg+sqlite:///abs/path/catalog.db#ns.table or iceberg+postgres://host/db#ns.table"))
+	}
 	t, err := e.begin(ctx, j, loc)
 	if err != nil {
 		return nil, err
@@ -160,9 +182,31 @@ func (e Env) beginMaintained(ctx context.Context, j Job, loc string, fo FormatOp
 	return t, nil
 }
 
+// beginCatalogTable validates j's options and opens the table loc names
+// in its Iceberg catalog.
+func (e Env) beginCatalogTable(ctx context.Context, j Job, loc string, fo FormatOptions) (catalog.Maintainable, error) {
+	if err := j.Validate(); err != nil {
+		return nil, classify(err)
+	}
+	if fo.Format != "" && fo.Format != "iceberg" {
+		return nil, classify(bad("format", "%s: %s names an Iceberg table", fo.Format, cloud.Redact(loc)))
+	}
+	if e.OpenCatalogTable == nil {
+		return nil, classify(fmt.Errorf("%s: %s: %w", cloud.Redact(loc), j.Kind(), ErrCatalogTable))
+	}
+	t, err := e.OpenCatalogTable(ctx, loc, fo)
+	if err != nil {
+		return nil, classify(err)
+	}
+	return t, nil
+}
+
 // openRead opens the table at loc for reading: a sluice table, or
 // through OpenRead the table of another format there.
 func (e Env) openRead(ctx context.Context, loc string) (catalog.Readable, error) {
+	if IsCatalogTable(loc) {
+		return nil, fmt.Errorf("%s: reading it: %w", cloud.Redact(loc), ErrCatalogTable)
+	}
 	t, err := catalog.Open(ctx, loc, catalog.Options{Logger: e.Logger})
 	if err != nil {
 		return nil, err

@@ -104,7 +104,11 @@ func (k *kind) build(p *scheduler.Pipeline, j *scheduler.Job) (Job, []*scheduler
 			case !ok:
 				bad(o.Key, "unknown table %q (the file declares %s)", o.Value, strings.Join(tableNames(p), ", "))
 			case t.Format != "" && t.Format != "sluice" && !k.formats && !(t.Format == "delta" && slices.Contains(k.reads, o.Key)):
-				bad(o.Key, "table %s is a %s table: %s on it is not built yet (compact and vacuum are; rollup's source and publish read a delta table)", o.Value, t.Format, k.name)
+				article := "a"
+				if t.Format == "iceberg" {
+					article = "an"
+				}
+				bad(o.Key, "table %s is %s %s table: %s on it is not built yet (compact and vacuum are; rollup's source and publish read a delta table)", o.Value, article, t.Format, k.name)
 			case o.Key == k.target:
 				if _, own := j.Option("format"); t.Format != "" && k.formats && !own {
 					if err := fs.Set("format", t.Format); err != nil {
@@ -305,6 +309,11 @@ func ingestInterval(job Job, j *scheduler.Job, iv scheduler.Interval) {
 func compactInterval(job Job, j *scheduler.Job, iv scheduler.Interval) {
 	o := job.(*Compact)
 	if _, ok := j.Option("partition"); ok {
+		return
+	}
+	if o.Format == "iceberg" || IsCatalogTable(o.Table) {
+		// An Iceberg table's partitions are its spec's (ts_day=...,
+		// several specs at once): its compaction is scope: all.
 		return
 	}
 	if s, ok := j.Option("scope"); ok && s.Value == "all" {

@@ -30,7 +30,7 @@ func (o *Vacuum) Bind(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.Retain, "retain", catalog.DefaultRetention, "keep versions committed and files written within this age (0 with --force: only the latest)")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "list what would be deleted, delete nothing")
 	fs.BoolVar(&o.Force, "force", false, "allow a retention under 24h (on a Delta table, also one under its delta.deletedFileRetentionDuration)")
-	fs.StringVar(&o.Format, "format", "", "the table's format, sluice or delta (default: told by the location: a folder with _delta_log/ is a Delta table)")
+	fs.StringVar(&o.Format, "format", "", "the table's format, sluice, delta or iceberg (default: told by the location: a folder with _delta_log/ is a Delta table, an iceberg+ location an Iceberg table in its catalog)")
 }
 
 // Validate refuses a negative retention, and one under a day without
@@ -43,7 +43,7 @@ func (o *Vacuum) Validate() error {
 		return &BadOption{Flag: "retain", Unsafe: true,
 			Msg: fmt.Sprintf("%s: %v (give --force if no writer or reader can still be using older files)", o.Retain, catalog.ErrRetentionTooShort)}
 	}
-	return checkFormat(o.Format, "vacuum")
+	return checkFormat(o.Format)
 }
 
 // VacuumResult is what a vacuum did; it is the --json summary.

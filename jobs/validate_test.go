@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluice-data/sluice/scheduler"
 )
@@ -117,5 +118,53 @@ jobs:
 	_, err = scheduler.Parse(filepath.Join(t.TempDir(), "p.yaml"), []byte("tables:\n  e: {location: x, format: hudi}\njobs: {}\n"), Kinds(Env{}), func(string) (string, bool) { return "", false })
 	if !errors.Is(err, scheduler.ErrInvalid) || !strings.Contains(err.Error(), `tables.e.format: "hudi": want one of sluice, delta, iceberg`) {
 		t.Errorf("format hudi: %v", err)
+	}
+}
+
+// A table whose location names an Iceberg catalog's table is an Iceberg
+// table: its compact and vacuum jobs get --format iceberg and a compact
+// job compacts every partition (an interval's days are not its spec's);
+// a job writing it is refused, and so is a location and format that
+// disagree, or a schema given for it.
+func TestIcebergTableInAPipeline(t *testing.T) {
+	const loc = "iceberg+sqlite:///var/lib/lake/catalog.db#lake.events"
+	kinds := Kinds(Env{})
+	parse := func(tables, job string) (*scheduler.Pipeline, error) {
+		yaml := "lake: /lake\ntables:\n" + tables + "jobs:\n  j:\n    schedule: \"@daily\"\n    " + job + "\n"
+		return scheduler.Parse(filepath.Join(t.TempDir(), "p.yaml"), []byte(yaml), kinds, func(string) (string, bool) { return "", false })
+	}
+	tables := "  events: {location: \"" + loc + "\"}\n  daily: {location: /lake/daily}\n"
+	p, err := parse(tables, `compact: {table: events}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Tables["events"].Format != "iceberg" {
+		t.Errorf("format %q; want iceberg, from the location", p.Tables["events"].Format)
+	}
+	built, errs := kinds["compact"].(*kind).build(p, p.Jobs["j"])
+	if len(errs) > 0 || built.(*Compact).Format != "iceberg" {
+		t.Fatalf("compact: %v, %+v; want --format iceberg", errs, built)
+	}
+	compactInterval(built, p.Jobs["j"], scheduler.Interval{Start: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC), End: time.Date(2024, 1, 2, 0, 0, 0, 0, time.UTC)})
+	if c := built.(*Compact); len(c.Partitions) != 0 {
+		t.Errorf("an interval scoped the Iceberg table's compaction to %v", c.Partitions)
+	}
+	p, err = parse(tables, `vacuum: {table: events, retain: 200h}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if built, errs := kinds["vacuum"].(*kind).build(p, p.Jobs["j"]); len(errs) > 0 || built.(*Vacuum).Format != "iceberg" {
+		t.Errorf("vacuum: %v, %+v; want --format iceberg", errs, built)
+	}
+	for _, c := range []struct{ tables, job, says string }{
+		{tables, `ingest: {table: events, from: "in/*.jsonl"}`, "table events is an iceberg table: ingest on it is not built yet"},
+		{tables, `publish: {table: events, to: "sqlite:///x.db", as: events}`, "table events is an iceberg table: publish on it is not built yet"},
+		{"  events: {location: /lake/events, format: iceberg}\n", `compact: {table: events}`, "an Iceberg table is named by its catalog"},
+		{"  events: {location: \"" + loc + "\", format: delta}\n", `compact: {table: events}`, `"delta": the location names an Iceberg table in its catalog`},
+		{"  events: {location: \"" + loc + "\", schema: \"a:int64\"}\n", `compact: {table: events}`, "schema and partitioning are its catalog's"},
+	} {
+		if _, err := parse(c.tables, c.job); !errors.Is(err, scheduler.ErrInvalid) || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%s %s: %v; want it refused saying %q", c.tables, c.job, err, c.says)
+		}
 	}
 }

@@ -345,6 +345,9 @@ func (p *Pipeline) Resolve(loc string) string {
 func commonParent(tables map[string]*Table) string {
 	var parent string
 	for _, t := range tables {
+		if strings.HasPrefix(t.Location, "iceberg+") {
+			continue // a catalog's table: no folder of the lake
+		}
 		dir := t.Location[:strings.LastIndex(t.Location, "/")+1]
 		if strings.HasSuffix(dir, "://") || dir == "" {
 			return ""
@@ -394,6 +397,17 @@ func (ps *parser) table(k, v *yaml.Node) {
 	}
 	if !hasLocation {
 		ps.fail(k, path, "no location")
+	}
+	inCatalog := strings.HasPrefix(t.Location, "iceberg+")
+	switch {
+	case t.Format == "iceberg" && !inCatalog && t.Location != "":
+		ps.fail(k, join(path, "location"), "an Iceberg table is named by its catalog: iceberg+sqlite:///abs/path/catalog.db#ns.table or iceberg+postgres://host/db#ns.table")
+	case inCatalog && t.Format != "" && t.Format != "iceberg":
+		ps.fail(k, join(path, "format"), "%q: the location names an Iceberg table in its catalog", t.Format)
+	case inCatalog && (t.Schema != "" || t.PartitionBy != ""):
+		ps.fail(k, path, "an Iceberg table's schema and partitioning are its catalog's: give neither")
+	case inCatalog:
+		t.Format = "iceberg"
 	}
 	ps.p.Tables[t.Name] = t
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/cloud"
 	"github.com/sluice-data/sluice/delta"
+	"github.com/sluice-data/sluice/iceberg"
 	"github.com/sluice-data/sluice/jobs"
 )
 
@@ -62,4 +63,10 @@ func holdsSluiceTable(ctx context.Context, t *catalog.Table) (bool, error) {
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// openCatalogTable opens a table in an Iceberg catalog (an iceberg+
+// location) for maintenance (jobs.Env.OpenCatalogTable).
+func openCatalogTable(ctx context.Context, loc string, o jobs.FormatOptions) (catalog.Maintainable, error) {
+	return iceberg.Open(ctx, loc, iceberg.MaintainOptions{DryRun: o.DryRun, Engine: "sluice/" + readBuildVersion().Version})
 }

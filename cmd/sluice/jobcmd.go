@@ -15,7 +15,7 @@ import (
 // env is what the command's job is given: its run ID, logger, progress
 // bars, and the commit observers of every table it opens.
 func (a *app) env() jobs.Env {
-	return jobs.Env{RunID: a.runID, Logger: a.logger, Observers: a.observers(), MirrorKeep: a.icebergVacuum, OpenFormat: openFormat,
+	return jobs.Env{RunID: a.runID, Logger: a.logger, Observers: a.observers(), MirrorKeep: a.icebergVacuum, OpenFormat: openFormat, OpenCatalogTable: openCatalogTable,
 		OpenRead: openRead,
 		Progress: func(name string) jobs.Progress { return a.progress(name) }}
 }

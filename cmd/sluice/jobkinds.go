@@ -14,6 +14,6 @@ import (
 // and the mirror's retention for vacuum.
 func (a *app) jobKinds(logger *slog.Logger) map[string]scheduler.Kind {
 	mirror := &mirrorObserver{a: a, report: func(map[string]any, string) {}}
-	return jobs.Kinds(jobs.Env{Logger: logger, Observers: []catalog.CommitObserver{mirror}, MirrorKeep: a.icebergVacuum, OpenFormat: openFormat,
+	return jobs.Kinds(jobs.Env{Logger: logger, Observers: []catalog.CommitObserver{mirror}, MirrorKeep: a.icebergVacuum, OpenFormat: openFormat, OpenCatalogTable: openCatalogTable,
 		OpenRead: openRead})
 }

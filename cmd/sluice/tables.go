@@ -13,6 +13,7 @@ import (
 	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/cloud"
 	"github.com/sluice-data/sluice/delta"
+	"github.com/sluice-data/sluice/iceberg"
 	"github.com/sluice-data/sluice/internal/sparklog"
 	"github.com/sluice-data/sluice/jobs"
 )
@@ -78,9 +79,16 @@ never the partial output of a failed batch. The log names files by
 absolute path: they are read relative to DIR, or, if DIR was moved or
 copied since, to the folder the sink wrote; a file outside it is refused.
 
+An Iceberg table, named by its catalog (--from
+iceberg+sqlite:///abs/path/catalog.db#ns.table, iceberg+postgres://host/db#ns.table)
+or by its metadata file (--from .../metadata/00003-<uuid>.metadata.json),
+is adopted at its current snapshot: exactly its live data files, in the
+table's own location, with the partition values of its spec. A snapshot
+with delete files, or with files of two partition specs, is refused.
+
 Any other folder that is, or holds, a table whose log says which files are
-live is refused, naming the log: an Iceberg table's
-metadata/*.metadata.json, a Delta log or a Spark sink's _spark_metadata/
+live is refused, naming the log: an Iceberg table's folder (name its
+catalog or metadata file instead), a Delta log or a Spark sink's _spark_metadata/
 nested below DIR. Globbing it would bring back rows the log deleted (or a
 failed batch's output).`,
 		Example: `  sluice import ./lake/events --from ./lake/events`,
@@ -94,7 +102,16 @@ failed batch's output).`,
 				return err
 			}
 			defer t.Close()
-			listed, err := logListed(cmd, from, version)
+			var listed *catalog.Listed
+			if iceberg.IsTableURL(from) || iceberg.IsMetadataFile(from) {
+				// The Iceberg table's files, in its own location.
+				if cmd.Flags().Changed("version") {
+					return usageError{cmd: "import", err: fmt.Errorf("import: --version: an Iceberg table is adopted at its current snapshot")}
+				}
+				from, listed, err = iceberg.Listed(cmd.Context(), from)
+			} else {
+				listed, err = logListed(cmd, from, version)
+			}
 			if err != nil {
 				return err
 			}
@@ -121,7 +138,7 @@ failed batch's output).`,
 			return a.summary(out)
 		},
 	}
-	cmd.Flags().StringVar(&from, "from", "", "folder of Parquet files to adopt (path, file://, s3://, az://)")
+	cmd.Flags().StringVar(&from, "from", "", "folder of Parquet files to adopt (path, file://, s3://, az://), or an Iceberg table (iceberg+sqlite:///abs/catalog.db#ns.table, or its .metadata.json)")
 	cmd.Flags().Int64Var(&version, "version", -1, "of a Delta table: adopt the files live at this version; of a Spark streaming sink's output: at this batch (default: the latest)")
 	return cmd
 }
