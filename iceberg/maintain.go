@@ -10,6 +10,7 @@ import (
 	"time"
 
 	ice "github.com/apache/iceberg-go"
+	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
 
@@ -41,6 +42,7 @@ type Maintained struct {
 
 	// What Latest read.
 	tbl    *table.Table
+	fs     iceio.IO // the table's file IO, for the rewrites to read deletes
 	schema pqio.Schema
 	base   int64                // the snapshot read, -1 for none
 	live   map[string]*liveFile // the current snapshot's data files, by key
@@ -123,7 +125,11 @@ func (m *Maintained) Latest(ctx context.Context) (*catalog.Manifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
-	m.tbl, m.schema, m.lp = tbl, schema, lp
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	m.tbl, m.fs, m.schema, m.lp = tbl, fs, schema, lp
 	man := &catalog.Manifest{Version: -1, TableID: meta.TableUUID().String(), Schema: schema, Properties: map[string]string{}}
 	if n, err := strconv.ParseInt(tbl.Properties()[table.WriteTargetFileSizeBytesKey], 10, 64); err == nil && n > 0 {
 		man.Properties[catalog.PropTargetFileSize] = strconv.FormatInt(n, 10)
@@ -232,9 +238,6 @@ func (m *Maintained) key(path string) (string, bool) { return keyIn(m.loc, path)
 // FullPath is the full path of a key of the table's store, as Iceberg
 // records it.
 func (m *Maintained) FullPath(key string) string { return m.loc + "/" + key }
-
-// Settle does nothing: an Iceberg commit is whole in its metadata.
-func (m *Maintained) Settle(context.Context) (string, error) { return "", nil }
 
 // Close releases the catalog and the store.
 func (m *Maintained) Close() error {

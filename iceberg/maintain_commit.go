@@ -35,17 +35,14 @@ type deletedRows struct {
 
 // DeletedRows are the positions of f's rows that its position deletes
 // and deletion vectors delete, for the rewrite to leave out; nil for a
-// file without deletes.
+// file without deletes. The rewrites call it at once, beside Commit:
+// it reads only what Latest set.
 func (m *Maintained) DeletedRows(ctx context.Context, f catalog.DataFile) ([]int64, error) {
 	lf := m.live[f.Path]
 	if lf == nil || len(lf.deletes) == 0 {
 		return nil, nil
 	}
-	fs, err := m.tbl.FS(ctx)
-	if err != nil {
-		return nil, err
-	}
-	pos, err := deletedPositions(ctx, fs, lf.df, lf.deletes)
+	pos, err := deletedPositions(ctx, m.fs, lf.df, lf.deletes)
 	if err != nil {
 		return nil, fmt.Errorf("%s: deletes of %s: %w", m.Address(), lf.df.FilePath(), err)
 	}

@@ -129,7 +129,7 @@ type CompactResult struct {
 	Failed      int      `json:"failed"`
 	MBPerS      float64  `json:"mb_per_s,omitempty"`
 	// Checkpoint says what the table's format wrote after the commits
-	// (a Delta checkpoint).
+	// (a Delta checkpoint, an Iceberg table's merged manifests).
 	Checkpoint string `json:"checkpoint,omitempty"`
 	smallFiles
 	Warns []string `json:"warnings,omitempty"`

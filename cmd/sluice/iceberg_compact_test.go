@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	ice "github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/parquet-go/parquet-go"
 
@@ -105,7 +106,6 @@ func TestCompactAnIcebergTableInPlace(t *testing.T) {
 				t.Errorf("summary: rows_written %v, rows_in %v less rows_deleted %v", sum["rows_written"], sum["rows_in"], sum["rows_deleted"])
 			}
 			checkFieldIDs(t, tbl, filesAfter, filesBefore)
-
 			// A second run finds nothing to do.
 			again := summaryOf(t, mustSluice(t, "--json", "compact", tb.URL(), "--min-input-files", "2"))
 			if again["files_in"].(float64) != 0 {
@@ -113,6 +113,26 @@ func TestCompactAnIcebergTableInPlace(t *testing.T) {
 			}
 		})
 	}
+}
+
+// dataManifests counts the data manifests of tbl's current snapshot.
+func dataManifests(t *testing.T, tbl *table.Table) int {
+	t.Helper()
+	fs, err := tbl.FS(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mans, err := tbl.CurrentSnapshot().Manifests(fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, m := range mans {
+		if m.ManifestContent() == ice.ManifestContentData {
+			n++
+		}
+	}
+	return n
 }
 
 // checkFieldIDs checks that each file the compaction wrote carries, for
@@ -150,6 +170,34 @@ func checkFieldIDs(t *testing.T, tbl *table.Table, after, before map[string]int3
 	}
 	if n == 0 {
 		t.Error("the compaction wrote no file")
+	}
+}
+
+// A streaming writer leaves a manifest per commit, and every scan plan
+// reads them all: compaction ends by merging many small ones, in a
+// snapshot that changes no data file.
+func TestCompactMergesAnIcebergTablesSmallManifests(t *testing.T) {
+	tb := icebergtest.Write(t, icebergtest.Options{Dir: t.TempDir(), Appends: 24, RowsPerAppend: 20, Seed: 17})
+	before := icebergtest.SnapshotRows(t, tb.MetadataLocation(t))
+	n := dataManifests(t, tb.Load(t))
+	if n < 16 {
+		t.Fatalf("the test table has %d data manifests", n)
+	}
+	// No partition has enough small files: only the manifests change.
+	sum := summaryOf(t, mustSluice(t, "--json", "compact", tb.URL(), "--min-input-files", "1000"))
+	if note, _ := sum["checkpoint"].(string); !strings.Contains(note, "data manifests merged into") {
+		t.Errorf("summary: checkpoint %q; want the manifests merged", sum["checkpoint"])
+	}
+	if got := dataManifests(t, tb.Load(t)); got >= n/4 {
+		t.Errorf("%d data manifests after, %d before", got, n)
+	}
+	after := icebergtest.SnapshotRows(t, tb.MetadataLocation(t))
+	if len(after) != len(before)+1 {
+		t.Fatalf("%d snapshots after, %d before: want one more", len(after), len(before))
+	}
+	sameSnapshotsThen(t, before, after)
+	if a := after[len(after)-1]; a.DataFiles != before[len(before)-1].DataFiles {
+		t.Errorf("the manifests' snapshot holds %d data files, the one before %d", a.DataFiles, before[len(before)-1].DataFiles)
 	}
 }
 
