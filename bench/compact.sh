@@ -26,8 +26,22 @@
 # checked by tools/deltarows.mjs (the log replayed, DuckDB reading the
 # files) before and after, and reported against sluice's own table and
 # DuckDB.
+# ICEBERG=1 adds two more engines to each round, each on an Iceberg table
+# of its own in a SQLite catalog (hard links to the same files, registered
+# by bench/icebergbench: day(ts) partitions, format 2, added in place with
+# iceberg-go's AddFiles, one commit per 100 files, as a stream would have
+# left it; not timed):
+#   iceberg-go  iceberg-go's own compaction (table/compaction's bin-pack
+#               plan, Table.RewriteDataFiles), by `icebergbench rewrite`
+#   iceberg     `sluice compact iceberg+sqlite:///...#bench.events`,
+#               committed as an Iceberg "replace" snapshot
+# both checked after the rounds: the live files of the final snapshot as
+# tools/icerows.mjs resolves them (icebird, not iceberg-go), read by
+# tools/duckrows.mjs, hold the input's rows (the files' own columns on both
+# sides: a Hive folder name would add `date` to the input and `ts_day` to
+# the Iceberg files); reported against each other.
 # SLUICE_CPUPROFILE=FILE writes CPU profiles of the last round's sluice runs
-# to FILE.sluice and FILE.delta (go tool pprof -top FILE.delta).
+# to FILE.sluice, FILE.delta and FILE.iceberg (go tool pprof -top FILE.delta).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -42,6 +56,9 @@ OUT_DUCK=$DATA/out-duckdb
 OUT_SLUICE=$DATA/out-sluice
 OUT_DELTA=$DATA/out-delta
 DELTA=${DELTA:-0}
+ICEBERG=${ICEBERG:-0}
+OUT_ICEGO=$DATA/out-iceberg-go
+OUT_ICE=$DATA/out-iceberg
 SCHEMA='event_id:string,user_id:int64,ts:timestamp,kind:string,country:string?,amount:decimal(12,2)?,score:float64,qty:int32,flag:bool?'
 mkdir -p "$DATA"
 
@@ -51,6 +68,7 @@ if [ ! -f "$IN/.done" ]; then
   touch "$IN/.done"
 fi
 build_sluice "$DATA/sluice"
+[ "$ICEBERG" = 1 ] && go build -o "$DATA/icebergbench" ./bench/icebergbench
 
 
 in_bytes=$(du -sb --exclude=.done "$IN" | cut -f1)
@@ -61,6 +79,15 @@ cat_s=$(echo "$t1 - $t0" | bc)
 
 prof() { [ -n "${SLUICE_CPUPROFILE:-}" ] && echo "--cpuprofile=$SLUICE_CPUPROFILE.$1" || true; }
 duck_s= sluice_s= duck_rss= sluice_rss= duck_all= sluice_all= delta_s= delta_rss= delta_all= delta_want=
+icego_s= icego_rss= icego_all= ice_s= ice_rss= ice_all=
+# iceberg_table DIR: a fresh Iceberg table of the input's files (hard links)
+# at DIR, in the SQLite catalog DIR.db (not timed).
+iceberg_table() {
+  rm -rf "$1" "$1.db" "$1.db-wal" "$1.db-shm"
+  cp -al "$IN" "$1"
+  rm -f "$1/.done"
+  "$DATA/icebergbench" register "$1" "$1.db" > /dev/null
+}
 for round in $(seq "$RUNS"); do
   /usr/bin/time -v -o "$DATA/duck.time" node bench/duckcompact.mjs "$IN" "$OUT_DUCK" > "$DATA/duck.json"
   s=$(json seconds < "$DATA/duck.json"); duck_all="$duck_all $(printf '%.2f' "$s")"
@@ -85,6 +112,20 @@ for round in $(seq "$RUNS"); do
     if better "$s" "$delta_s"; then delta_s=$s; delta_cpu=$(cpu "$DATA/delta.time"); fi
     delta_rss=$(maxrss "$(rss "$DATA/delta.time")" "$delta_rss")
   fi
+
+  if [ "$ICEBERG" = 1 ]; then
+    iceberg_table "$OUT_ICEGO"
+    /usr/bin/time -v -o "$DATA/icego.time" "$DATA/icebergbench" rewrite "$OUT_ICEGO.db" > "$DATA/icego.json"
+    s=$(json seconds < "$DATA/icego.json"); icego_all="$icego_all $(printf '%.2f' "$s")"
+    if better "$s" "$icego_s"; then icego_s=$s; icego_cpu=$(cpu "$DATA/icego.time"); fi
+    icego_rss=$(maxrss "$(rss "$DATA/icego.time")" "$icego_rss")
+
+    iceberg_table "$OUT_ICE"
+    /usr/bin/time -v -o "$DATA/ice.time" "$DATA/sluice" compact "iceberg+sqlite://$PWD/$OUT_ICE.db#bench.events" --include-current --min-input-files 1 --json $(prof iceberg) > "$DATA/ice.json"
+    s=$(json seconds < "$DATA/ice.json"); ice_all="$ice_all $(printf '%.2f' "$s")"
+    if better "$s" "$ice_s"; then ice_s=$s; ice_cpu=$(cpu "$DATA/ice.time"); fi
+    ice_rss=$(maxrss "$(rss "$DATA/ice.time")" "$ice_rss")
+  fi
 done
 duck_b=$(du -sb "$OUT_DUCK" | cut -f1)
 sluice_b=$(json bytes_out < "$DATA/sluice.json")
@@ -103,19 +144,49 @@ if [ "$DELTA" = 1 ]; then
   [ "$delta_want" = "$got_delta" ] || { echo "the compacted Delta table differs from the table before ($got_delta != $delta_want)" >&2; exit 1; }
   delta_b=$(json bytes_out < "$DATA/delta.json")
 fi
+# iceberg_rows DIR: rows and checksum (the files' own columns) of the live
+# data files of the current snapshot of the table at DIR, as icebird
+# resolves them from the catalog's metadata file (in DIR.icerows.json).
+iceberg_rows() {
+  node tools/icerows.mjs --files-only "$("$DATA/icebergbench" metadata "$1.db")" > "$1.icerows.json"
+  node -e 'for (const p of JSON.parse(require("fs").readFileSync(0, "utf8")).paths) console.log(p.replace(/^file:\/\//, ""))' < "$1.icerows.json" |
+    node tools/duckrows.mjs --list -
+}
+if [ "$ICEBERG" = 1 ]; then
+  ice_want=$(node tools/duckrows.mjs "$IN/*/*.parquet")
+  for t in "$OUT_ICEGO" "$OUT_ICE"; do
+    got=$(iceberg_rows "$t")
+    op=$(json operation < "$t.icerows.json")
+    [ "$op" = replace ] || { echo "the current snapshot of the Iceberg table $t is a \"$op\", not the compaction's \"replace\"" >&2; exit 1; }
+    [ "$(json checksum <<< "$got")" = "$(json checksum <<< "$ice_want")" ] && [ "$(json rows <<< "$got")" = "$(json rows <<< "$ice_want")" ] ||
+      { echo "the compacted Iceberg table $t differs from the input ($got != $ice_want)" >&2; exit 1; }
+  done
+  icego_b=$(json bytes_out < "$DATA/icego.json")
+  ice_b=$(json bytes_out < "$DATA/ice.json")
+fi
 
 printf '\n%s rows, %s files, %s input bytes, %s CPUs, best of %s rounds%s\n' "$ROWS" "$FILES" "$in_bytes" "$(nproc)" "$RUNS" \
   "$([ "$NESTED" = 1 ] && echo ', with nested columns (a struct of three fields, a list<string>)')"
 printf 'sluice build: %s\n' "$SLUICE_BUILD"
-printf '%-8s %10s %14s %12s %8s  %s\n' engine seconds out_bytes peak_rss_kb cpu_s every_round_s
-printf '%-8s %10.3f %14s %12s %8s\n' floor "$(echo "$cat_s + $dd_s" | bc)" "-" "-" "-"
-printf '%-8s %10.3f %14s %12s %8s %s\n' duckdb "$duck_s" "$duck_b" "$duck_rss" "$duck_cpu" "$duck_all"
-printf '%-8s %10.3f %14s %12s %8s %s\n' sluice "$sluice_s" "$sluice_b" "$sluice_rss" "$sluice_cpu" "$sluice_all"
-[ "$DELTA" = 1 ] && printf '%-8s %10.3f %14s %12s %8s %s\n' delta "$delta_s" "$delta_b" "$delta_rss" "$delta_cpu" "$delta_all"
+W=8; [ "$ICEBERG" = 1 ] && W=10
+printf '%-*s %10s %14s %12s %8s  %s\n' $W engine seconds out_bytes peak_rss_kb cpu_s every_round_s
+printf '%-*s %10.3f %14s %12s %8s\n' $W floor "$(echo "$cat_s + $dd_s" | bc)" "-" "-" "-"
+printf '%-*s %10.3f %14s %12s %8s %s\n' $W duckdb "$duck_s" "$duck_b" "$duck_rss" "$duck_cpu" "$duck_all"
+printf '%-*s %10.3f %14s %12s %8s %s\n' $W sluice "$sluice_s" "$sluice_b" "$sluice_rss" "$sluice_cpu" "$sluice_all"
+[ "$DELTA" = 1 ] && printf '%-*s %10.3f %14s %12s %8s %s\n' $W delta "$delta_s" "$delta_b" "$delta_rss" "$delta_cpu" "$delta_all"
+if [ "$ICEBERG" = 1 ]; then
+  printf '%-*s %10.3f %14s %12s %8s %s\n' $W iceberg-go "$icego_s" "$icego_b" "$icego_rss" "$icego_cpu" "$icego_all"
+  printf '%-*s %10.3f %14s %12s %8s %s\n' $W iceberg "$ice_s" "$ice_b" "$ice_rss" "$ice_cpu" "$ice_all"
+fi
 printf 'sluice/duckdb: time %.2f (target <= 0.80), bytes %.3f (target <= 1.05), RSS %.2f, CPU %.2f\n' \
   "$(echo "$sluice_s / $duck_s" | bc -l)" "$(echo "$sluice_b / $duck_b" | bc -l)" "$(echo "$sluice_rss / $duck_rss" | bc -l)" "$(echo "$sluice_cpu / $duck_cpu" | bc -l)"
 if [ "$DELTA" = 1 ]; then
   printf 'delta/sluice: time %.2f (target <= 1.10), RSS %.2f; delta/duckdb: time %.2f (target <= 0.50), RSS %.2f\n' \
     "$(echo "$delta_s / $sluice_s" | bc -l)" "$(echo "$delta_rss / $sluice_rss" | bc -l)" "$(echo "$delta_s / $duck_s" | bc -l)" "$(echo "$delta_rss / $duck_rss" | bc -l)"
+fi
+if [ "$ICEBERG" = 1 ]; then
+  printf 'iceberg(sluice)/iceberg-go: time %.2f (target <= 0.30; medians %.2f), RSS %.2f, bytes %.3f, CPU %.2f\n' \
+    "$(echo "$ice_s / $icego_s" | bc -l)" "$(echo "$(median $ice_all) / $(median $icego_all)" | bc -l)" \
+    "$(echo "$ice_rss / $icego_rss" | bc -l)" "$(echo "$ice_b / $icego_b" | bc -l)" "$(echo "$ice_cpu / $icego_cpu" | bc -l)"
 fi
 printf '(floor: cat %.3f s + dd %.3f s; cpu_s: user+sys of the fastest round'"'"'s process, node'"'"'s start included for DuckDB)\n' "$cat_s" "$dd_s"
