@@ -51,7 +51,8 @@ type Maintained struct {
 	lp     table.LocationProvider
 	last   int64 // the newest sequence number Commit landed, -1 before
 
-	deleted deletedRows
+	deleted     deletedRows
+	deleteFiles deleteFiles // the position delete files read, each once
 	// removed are the inputs this run committed; changes the other
 	// writers' snapshots the commits looked at.
 	removed map[string]bool

@@ -42,7 +42,7 @@ func (m *Maintained) DeletedRows(ctx context.Context, f catalog.DataFile) ([]int
 	if lf == nil || len(lf.deletes) == 0 {
 		return nil, nil
 	}
-	pos, err := deletedPositions(ctx, m.fs, lf.df, lf.deletes)
+	pos, err := m.deleteFiles.positions(ctx, m.fs, lf.df, lf.deletes)
 	if err != nil {
 		return nil, fmt.Errorf("%s: deletes of %s: %w", m.Address(), lf.df.FilePath(), err)
 	}

@@ -1,12 +1,12 @@
 package iceberg
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
+	"sync"
 
 	ice "github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
@@ -36,6 +36,46 @@ var ErrEqualityDeletes = errors.New("equality deletes are not supported")
 // (ReferencedDataFile) is skipped without being read. A position at or
 // past dataFile's record count is an error, never ignored.
 func deletedPositions(ctx context.Context, fs iceio.IO, dataFile ice.DataFile, deletes []ice.DataFile) ([]int64, error) {
+	return (&deleteFiles{}).positions(ctx, fs, dataFile, deletes)
+}
+
+// deleteFiles holds the Parquet position delete files read so far, each
+// read once and whole, its positions grouped by data file: one delete
+// file commonly applies to many data files of a partition, and each of
+// them asks for its positions. It is safe for concurrent use.
+type deleteFiles struct {
+	mu sync.Mutex
+	by map[string]*deleteFile
+}
+
+// deleteFile is one position delete file's positions, by data file path,
+// loaded once.
+type deleteFile struct {
+	once  sync.Once
+	byRef map[string][]int64
+	err   error
+}
+
+// of returns the positions that Parquet position delete file d holds,
+// by data file path, reading it on the first ask.
+func (c *deleteFiles) of(ctx context.Context, fs iceio.IO, d ice.DataFile) (map[string][]int64, error) {
+	c.mu.Lock()
+	if c.by == nil {
+		c.by = map[string]*deleteFile{}
+	}
+	e := c.by[d.FilePath()]
+	if e == nil {
+		e = &deleteFile{}
+		c.by[d.FilePath()] = e
+	}
+	c.mu.Unlock()
+	e.once.Do(func() { e.byRef, e.err = filePositions(ctx, fs, d) })
+	return e.byRef, e.err
+}
+
+// positions is deletedPositions, with the Parquet delete files read
+// through c.
+func (c *deleteFiles) positions(ctx context.Context, fs iceio.IO, dataFile ice.DataFile, deletes []ice.DataFile) ([]int64, error) {
 	path := dataFile.FilePath()
 	var pos []int64
 	for _, d := range deletes {
@@ -57,7 +97,10 @@ func deletedPositions(ctx context.Context, fs iceio.IO, dataFile ice.DataFile, d
 		case ice.PuffinFile:
 			pos, err = appendVectorPositions(fs, d, pos)
 		case ice.ParquetFile:
-			pos, err = appendFilePositions(ctx, fs, d, path, pos)
+			var byRef map[string][]int64
+			if byRef, err = c.of(ctx, fs, d); err == nil {
+				pos = append(pos, byRef[path]...)
+			}
 		default:
 			err = fmt.Errorf("position delete file %s: %s files are not supported", d.FilePath(), d.FileFormat())
 		}
@@ -92,9 +135,9 @@ func appendVectorPositions(fs iceio.IO, d ice.DataFile, pos []int64) ([]int64, e
 	return pos, nil
 }
 
-// appendFilePositions appends to pos the positions that Parquet position
-// delete file d holds for the data file at path.
-func appendFilePositions(ctx context.Context, fs iceio.IO, d ice.DataFile, path string, pos []int64) (_ []int64, err error) {
+// filePositions reads Parquet position delete file d whole: its
+// positions by the data file path each row names.
+func filePositions(ctx context.Context, fs iceio.IO, d ice.DataFile) (_ map[string][]int64, err error) {
 	name := d.FilePath()
 	r, err := fs.Open(name)
 	if err != nil {
@@ -117,18 +160,17 @@ func appendFilePositions(ctx context.Context, fs iceio.IO, d ice.DataFile, path 
 	if err != nil {
 		return nil, fmt.Errorf("position delete file %s: %w", name, err)
 	}
-	want := []byte(path)
+	byRef := map[string][]int64{}
 	for g, rg := range f.RowGroups() {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		chunks := rg.ColumnChunks()
-		pos, err = appendGroupPositions(chunks[fileCol], chunks[posCol], want, pos)
-		if err != nil {
+		if err := groupPositions(chunks[fileCol], chunks[posCol], byRef); err != nil {
 			return nil, fmt.Errorf("position delete file %s: row group %d: %w", name, g, err)
 		}
 	}
-	return pos, nil
+	return byRef, nil
 }
 
 // positionColumns returns the leaf indexes of a position delete file's
@@ -150,38 +192,40 @@ func positionColumns(f *parquet.File) (fileCol, posCol int, err error) {
 	return fileCol, posCol, nil
 }
 
-// appendGroupPositions appends to pos the positions of one row group of a
+// groupPositions adds to byRef the positions of one row group of a
 // position delete file (its file_path and pos column chunks, read in
-// step) whose file_path is want.
-func appendGroupPositions(fileChunk, posChunk parquet.ColumnChunk, want []byte, pos []int64) ([]int64, error) {
+// step), by the path each names.
+func groupPositions(fileChunk, posChunk parquet.ColumnChunk, byRef map[string][]int64) error {
 	files, positions := newChunkValues(fileChunk), newChunkValues(posChunk)
 	defer files.close()
 	defer positions.close()
 	fbuf, pbuf := make([]parquet.Value, 1024), make([]parquet.Value, 1024)
+	cur := "" // the previous row's path: rows are sorted by path, so it is copied when it changes
 	for {
 		// The paths are compared before the next page is read: a page's
 		// byte arrays may not outlive the read of the next one.
 		n, err := files.read(fbuf)
 		if errors.Is(err, io.EOF) {
 			if k, err := positions.read(pbuf[:1]); k != 0 || !errors.Is(err, io.EOF) {
-				return nil, fmt.Errorf("more positions than file paths (%v)", err)
+				return fmt.Errorf("more positions than file paths (%v)", err)
 			}
-			return pos, nil
+			return nil
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if m, err := positions.readFull(pbuf[:n]); m != n {
-			return nil, fmt.Errorf("fewer positions than file paths (%v)", err)
+			return fmt.Errorf("fewer positions than file paths (%v)", err)
 		}
 		for i, v := range fbuf[:n] {
 			p := pbuf[i]
 			if v.IsNull() || p.IsNull() {
-				return nil, errors.New("a NULL file path or position")
+				return errors.New("a NULL file path or position")
 			}
-			if bytes.Equal(v.ByteArray(), want) {
-				pos = append(pos, p.Int64())
+			if string(v.ByteArray()) != cur {
+				cur = string(v.ByteArray())
 			}
+			byRef[cur] = append(byRef[cur], p.Int64())
 		}
 	}
 }

@@ -118,6 +118,10 @@ func checkDeletedPositions(t *testing.T, ctx context.Context, tbl *table.Table, 
 	if err != nil {
 		t.Fatal(err)
 	}
+	// One cache for the table's data files, as a compaction has: a
+	// Parquet delete file applying to several is read once.
+	var cache deleteFiles
+	opened := &countingIO{IO: fs, opens: map[string]int{}}
 	seen := map[string]int{}
 	hit := 0
 	for _, task := range tasks {
@@ -125,7 +129,7 @@ func checkDeletedPositions(t *testing.T, ctx context.Context, tbl *table.Table, 
 		for _, d := range deletes {
 			seen[d.FilePath()]++
 		}
-		got, err := deletedPositions(ctx, fs, task.File, deletes)
+		got, err := cache.positions(ctx, opened, task.File, deletes)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,7 +147,23 @@ func checkDeletedPositions(t *testing.T, ctx context.Context, tbl *table.Table, 
 	if hit != len(deleted) {
 		t.Errorf("%d positions deleted over the table's files, want %d", hit, len(deleted))
 	}
+	for path, n := range opened.opens {
+		if strings.HasSuffix(path, ".parquet") && n != 1 {
+			t.Errorf("position delete file %s read %d times, want once", path, n)
+		}
+	}
 	return seen
+}
+
+// countingIO counts the opens of each file.
+type countingIO struct {
+	iceio.IO
+	opens map[string]int
+}
+
+func (c *countingIO) Open(name string) (iceio.File, error) {
+	c.opens[name]++
+	return c.IO.Open(name)
 }
 
 // The first and last rows of a file, rows on both sides of a row group
