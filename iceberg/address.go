@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 
 	icesql "github.com/apache/iceberg-go/catalog/sql"
@@ -59,7 +60,7 @@ func ParseTableURL(raw string) (TableAddress, error) {
 	}
 	rest, frag, _ := strings.Cut(rest, "#")
 	ident := strings.Split(frag, ".")
-	if len(ident) < 2 || slicesContainsEmpty(ident) {
+	if len(ident) < 2 || slices.Contains(ident, "") {
 		return a, fmt.Errorf("%w %q: name the table after '#' as namespace.table (e.g. #lake.events)", ErrTableURL, cloud.Redact(raw))
 	}
 	u, err := url.Parse(rest)
@@ -88,15 +89,6 @@ func ParseTableURL(raw string) (TableAddress, error) {
 	return a, nil
 }
 
-func slicesContainsEmpty(s []string) bool {
-	for _, x := range s {
-		if x == "" {
-			return true
-		}
-	}
-	return false
-}
-
 // foreignCatalog is an Iceberg catalog sluice did not create, opened
 // to maintain one of its tables: nothing is created in it.
 type foreignCatalog struct {
@@ -109,30 +101,23 @@ type foreignCatalog struct {
 // catalog's name, unless the location gives it, is the one the table's
 // row carries, when exactly one does.
 func openForeignCatalog(ctx context.Context, a TableAddress) (*foreignCatalog, error) {
-	var driver, dsn string
-	var dialect icesql.SupportedDialect
+	var sqlitePath string
 	switch a.Kind {
 	case "sqlite":
-		p := strings.TrimPrefix(a.CatalogURL, "sqlite://")
 		if u, err := url.Parse(a.CatalogURL); err == nil {
-			p = u.Path
+			sqlitePath = u.Path
 		}
-		if _, err := os.Stat(p); err != nil {
+		// The file must be there: a mistyped path is an error, never a
+		// new empty catalog.
+		if _, err := os.Stat(sqlitePath); err != nil {
 			return nil, fmt.Errorf("open catalog %s: %w", a, err)
 		}
-		driver, dialect = "sqlite", icesql.SQLite
-		dsn = "file:" + p + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate"
 	case "postgres":
-		driver, dialect, dsn = "pgx", icesql.Postgres, a.CatalogURL
 	default:
 		return nil, fmt.Errorf("%s: %w: an Iceberg REST catalog (use a SQL catalog: iceberg+sqlite or iceberg+postgres)", a, ErrNotBuilt)
 	}
-	db, err := sql.Open(driver, dsn)
+	db, dialect, err := openSQL(ctx, sqlitePath, a.CatalogURL)
 	if err != nil {
-		return nil, fmt.Errorf("open catalog %s: %w", a, err)
-	}
-	if err := db.PingContext(ctx); err != nil {
-		db.Close()
 		return nil, fmt.Errorf("open catalog %s: %w", a, err)
 	}
 	if a.CatalogName == "" {

@@ -48,30 +48,19 @@ func OpenCatalog(ctx context.Context, rawURL string) (*Catalog, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w %q: %v", ErrCatalogURL, redact(rawURL), err)
 	}
-	var driver, dsn string
-	var dialect icesql.SupportedDialect
+	var sqlitePath string
 	switch u.Scheme {
 	case "sqlite":
 		if u.Path == "" || u.Host != "" {
 			return nil, fmt.Errorf("%w %q: want sqlite:///path/catalog.db (three slashes, an absolute path)", ErrCatalogURL, rawURL)
 		}
-		// WAL and a busy timeout let a reader and a sync share the file;
-		// transactions take the write lock when they begin, so two
-		// writers wait for each other rather than fail upgrading a read
-		// lock (SQLITE_BUSY, which no busy timeout retries).
-		driver, dialect = "sqlite", icesql.SQLite
-		dsn = "file:" + u.Path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate"
+		sqlitePath = u.Path
 	case "postgres", "postgresql":
-		driver, dialect, dsn = "pgx", icesql.Postgres, rawURL
 	default:
 		return nil, fmt.Errorf("%w %q: want sqlite:///path/catalog.db or a postgres:// URL", ErrCatalogURL, redact(rawURL))
 	}
-	db, err := sql.Open(driver, dsn)
+	db, dialect, err := openSQL(ctx, sqlitePath, rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("open catalog %s: %w", redact(rawURL), err)
-	}
-	if err := db.PingContext(ctx); err != nil {
-		db.Close()
 		return nil, fmt.Errorf("open catalog %s: %w", redact(rawURL), err)
 	}
 	cat, err := icesql.NewCatalog(CatalogName, db, dialect, ioProperties())
@@ -80,6 +69,29 @@ func OpenCatalog(ctx context.Context, rawURL string) (*Catalog, error) {
 		return nil, fmt.Errorf("open catalog %s: %w", redact(rawURL), err)
 	}
 	return &Catalog{url: redact(rawURL), stored: storableURL(rawURL), db: db, cat: cat}, nil
+}
+
+// openSQL opens and pings a SQL catalog's database: the SQLite file at
+// sqlitePath when it is set, else the PostgreSQL database at pgURL. WAL
+// and a busy timeout let a reader and a writer share a SQLite file;
+// transactions take the write lock when they begin, so two writers wait
+// for each other rather than fail upgrading a read lock (SQLITE_BUSY,
+// which no busy timeout retries).
+func openSQL(ctx context.Context, sqlitePath, pgURL string) (*sql.DB, icesql.SupportedDialect, error) {
+	driver, dialect, dsn := "pgx", icesql.Postgres, pgURL
+	if sqlitePath != "" {
+		driver, dialect = "sqlite", icesql.SQLite
+		dsn = "file:" + sqlitePath + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate"
+	}
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, "", err
+	}
+	return db, dialect, nil
 }
 
 // ioProperties are the properties iceberg-go's file IO takes for the

@@ -216,9 +216,9 @@ func (m *Maintained) Store() cloud.Store { return m.st }
 
 // NewDataFilePath names a data file as the table's location provider
 // places them (write.data.path, object-store layout), in the folder
-// Iceberg's writers give the partition: 00000-0-<uuid>.parquet. A data
-// path outside the table's location is refused by Latest's caller
-// through an error from Commit; here it falls back to data/.
+// Iceberg's writers give the partition: 00000-0-<uuid>.parquet. Where
+// the provider places it outside the table's location (the store
+// compaction writes to), it goes under the location's data/ instead.
 func (m *Maintained) NewDataFilePath(partition string) string {
 	name := "00000-0-" + uuid.NewString() + ".parquet"
 	if p := m.parts[partition].path; p != "" {

@@ -28,17 +28,17 @@ type changes struct {
 	by map[int64]*change
 }
 
-// of reads the change of snapshot s: the entries its own manifests
-// added or deleted (a manifest carried over from its parent holds
-// none).
-func (c *changes) of(s *table.Snapshot, read func(*table.Snapshot) (*change, error)) (*change, error) {
+// of gives the change of snapshot s of tbl, read on the first ask: the
+// entries its own manifests added or deleted (a manifest carried over
+// from its parent holds none).
+func (c *changes) of(ctx context.Context, tbl *table.Table, s *table.Snapshot) (*change, error) {
 	c.mu.Lock()
 	ch, ok := c.by[s.SnapshotID]
 	c.mu.Unlock()
 	if ok {
 		return ch, nil
 	}
-	ch, err := read(s)
+	ch, err := readChange(ctx, tbl, s)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +106,7 @@ func (m *Maintained) checkConcurrent(ctx context.Context, tbl *table.Table, inpu
 		if s == nil || s.ParentSnapshotID == nil {
 			return fmt.Errorf("%s: %w: the table's current snapshot does not descend from the one the compaction read (rolled back or replaced)", m.Address(), catalog.ErrConflict)
 		}
-		ch, err := m.changes.of(s, func(s *table.Snapshot) (*change, error) { return readChange(ctx, tbl, s) })
+		ch, err := m.changes.of(ctx, tbl, s)
 		if err != nil {
 			return fmt.Errorf("%s: %w", m.Address(), err)
 		}

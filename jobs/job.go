@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/cloud"
+	"github.com/sluice-data/sluice/iceberg"
 )
 
 // Job is one kind's options, set from a command's flags or a pipeline
@@ -81,7 +82,7 @@ type Env struct {
 
 // IsCatalogTable reports whether loc names a table in an Iceberg catalog
 // (iceberg+sqlite:///path#ns.table and the like) rather than a folder.
-func IsCatalogTable(loc string) bool { return strings.HasPrefix(loc, "iceberg+") }
+func IsCatalogTable(loc string) bool { return iceberg.IsTableURL(loc) }
 
 // ErrCatalogTable refuses an iceberg+ location to a job that does not
 // work on Iceberg tables in their catalogs yet.

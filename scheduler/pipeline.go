@@ -342,10 +342,14 @@ func (p *Pipeline) Resolve(loc string) string {
 	return loc
 }
 
+// inCatalog reports whether a table's location names a table in an
+// Iceberg catalog (iceberg+sqlite:///path#ns.table), not a folder.
+func inCatalog(loc string) bool { return strings.HasPrefix(loc, "iceberg+") }
+
 func commonParent(tables map[string]*Table) string {
 	var parent string
 	for _, t := range tables {
-		if strings.HasPrefix(t.Location, "iceberg+") {
+		if inCatalog(t.Location) {
 			continue // a catalog's table: no folder of the lake
 		}
 		dir := t.Location[:strings.LastIndex(t.Location, "/")+1]
@@ -398,15 +402,15 @@ func (ps *parser) table(k, v *yaml.Node) {
 	if !hasLocation {
 		ps.fail(k, path, "no location")
 	}
-	inCatalog := strings.HasPrefix(t.Location, "iceberg+")
+	named := inCatalog(t.Location)
 	switch {
-	case t.Format == "iceberg" && !inCatalog && t.Location != "":
+	case t.Format == "iceberg" && !named && t.Location != "":
 		ps.fail(k, join(path, "location"), "an Iceberg table is named by its catalog: iceberg+sqlite:///abs/path/catalog.db#ns.table or iceberg+postgres://host/db#ns.table")
-	case inCatalog && t.Format != "" && t.Format != "iceberg":
+	case named && t.Format != "" && t.Format != "iceberg":
 		ps.fail(k, join(path, "format"), "%q: the location names an Iceberg table in its catalog", t.Format)
-	case inCatalog && (t.Schema != "" || t.PartitionBy != ""):
+	case named && (t.Schema != "" || t.PartitionBy != ""):
 		ps.fail(k, path, "an Iceberg table's schema and partitioning are its catalog's: give neither")
-	case inCatalog:
+	case named:
 		t.Format = "iceberg"
 	}
 	ps.p.Tables[t.Name] = t
