@@ -49,9 +49,10 @@
 // Exit status: 0 on success, 1 on failure (one line on stderr), 2 on a usage
 // error.
 import { register } from 'node:module';
-import { statSync, readFileSync } from 'node:fs';
+import { fileResponse } from './filefetch.mjs';
+import { readFileSync } from 'node:fs';
 import { Sums, localPath } from './icechecksum.mjs';
-import { decodeDV, readRange } from './icedv.mjs';
+import { decodeDV } from './icedv.mjs';
 
 register('./icebird-inflate.mjs', import.meta.url);
 
@@ -64,34 +65,7 @@ const realFetch = globalThis.fetch;
 globalThis.fetch = async (input, init = {}) => {
   const url = String(input instanceof Request ? input.url : input);
   if (!url.startsWith('file:')) return realFetch(input, init);
-  const file = localPath(url);
-  let size;
-  try {
-    size = statSync(file).size;
-  } catch {
-    return new Response(null, { status: 404, statusText: 'Not Found' });
-  }
-  if ((init.method ?? 'GET').toUpperCase() === 'HEAD') {
-    return new Response(null, { status: 200, headers: { 'content-length': String(size) } });
-  }
-  const range = new Headers(init.headers).get('range');
-  let start = 0;
-  let end = size - 1;
-  if (range) {
-    const m = /^bytes=(\d*)-(\d*)$/.exec(range);
-    if (!m) return new Response(null, { status: 416 });
-    if (m[1] === '') {
-      start = Math.max(0, size - Number(m[2]));
-    } else {
-      start = Number(m[1]);
-      if (m[2] !== '') end = Math.min(end, Number(m[2]));
-    }
-  }
-  const buf = readRange(file, start, Math.max(0, end - start + 1));
-  return new Response(buf, {
-    status: range ? 206 : 200,
-    headers: { 'content-length': String(buf.length), 'content-range': `bytes ${start}-${end}/${size}` },
-  });
+  return fileResponse(localPath(url), init);
 };
 
 const { icebergManifests, icebergRead } = await import('icebird');

@@ -31,9 +31,10 @@
 // Exit status: 0 on success, 1 on failure (one line on stderr), 2 on a usage
 // error.
 import { register } from 'node:module';
+import { fileResponse } from './filefetch.mjs';
 import { execFileSync } from 'node:child_process';
 import { createHash, createHmac } from 'node:crypto';
-import { openSync, readSync, closeSync, statSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 
@@ -89,40 +90,7 @@ globalThis.fetch = async (input, init = {}) => {
   const aws = /^https:\/\/([^./]+)\.s3\.amazonaws\.com\/(.*)$/.exec(url);
   if (aws && s3Endpoint) return s3Fetch(`${s3Endpoint}/${aws[1]}/${aws[2]}`, init);
   if (!url.startsWith('file:')) return realFetch(input, init);
-  const file = localPath(url);
-  let size;
-  try {
-    size = statSync(file).size;
-  } catch {
-    return new Response(null, { status: 404, statusText: 'Not Found' });
-  }
-  if ((init.method ?? 'GET').toUpperCase() === 'HEAD') {
-    return new Response(null, { status: 200, headers: { 'content-length': String(size) } });
-  }
-  const range = new Headers(init.headers).get('range');
-  let start = 0;
-  let end = size - 1;
-  if (range) {
-    const m = /^bytes=(\d*)-(\d*)$/.exec(range);
-    if (!m) return new Response(null, { status: 416 });
-    if (m[1] === '') {
-      start = Math.max(0, size - Number(m[2]));
-    } else {
-      start = Number(m[1]);
-      if (m[2] !== '') end = Math.min(end, Number(m[2]));
-    }
-  }
-  const buf = Buffer.alloc(Math.max(0, end - start + 1));
-  const fd = openSync(file, 'r');
-  try {
-    readSync(fd, buf, 0, buf.length, start);
-  } finally {
-    closeSync(fd);
-  }
-  return new Response(buf, {
-    status: range ? 206 : 200,
-    headers: { 'content-length': String(buf.length), 'content-range': `bytes ${start}-${end}/${size}` },
-  });
+  return fileResponse(localPath(url), init);
 };
 
 const { icebergManifests, icebergRead } = await import('icebird');
