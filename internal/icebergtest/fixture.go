@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"math/rand/v2"
 	"net/url"
 	"os"
@@ -64,6 +65,14 @@ type Options struct {
 	Concurrent int
 	// Seed draws the rows and the choice of deleted rows.
 	Seed int64
+	// Warehouse is where the table goes when not on local disk: an
+	// s3://bucket/prefix the catalog's file IO writes through Props. The
+	// catalog file stays in Dir.
+	Warehouse string
+	// Props are more properties of the catalog, e.g. iceberg-go's
+	// s3.endpoint, s3.access-key-id, s3.secret-access-key and s3.region
+	// for an S3 Warehouse.
+	Props map[string]string
 }
 
 // Table is a foreign table written by Write: where it is, and how many
@@ -75,7 +84,8 @@ type Table struct {
 	CatalogName string
 	// Namespace and Name name the table in the catalog.
 	Namespace, Name string
-	// Warehouse is the catalog's warehouse, file:///abs/Dir/warehouse.
+	// Warehouse is the catalog's warehouse, file:///abs/Dir/warehouse, or
+	// Options.Warehouse.
 	Warehouse string
 	// Location is the table's location as iceberg-go records it,
 	// file:///abs/Dir/warehouse/<namespace>.db/<name>: its data files are
@@ -91,6 +101,8 @@ type Table struct {
 	Location string
 	// FormatVersion is the table's format version.
 	FormatVersion int
+	// Props are the catalog's properties beside its warehouse (Options.Props).
+	Props map[string]string
 
 	db    *sql.DB
 	cat   *icesql.Catalog
@@ -165,17 +177,25 @@ func create(ctx context.Context, o Options) (*Table, error) {
 	if err != nil {
 		return nil, fmt.Errorf("folder %s: %w", o.Dir, err)
 	}
-	warehouse := filepath.Join(dir, "warehouse")
-	if err := os.MkdirAll(warehouse, 0o755); err != nil {
-		return nil, fmt.Errorf("warehouse: %w", err)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("folder: %w", err)
+	}
+	wh := o.Warehouse
+	if wh == "" {
+		warehouse := filepath.Join(dir, "warehouse")
+		if err := os.MkdirAll(warehouse, 0o755); err != nil {
+			return nil, fmt.Errorf("warehouse: %w", err)
+		}
+		wh = (&url.URL{Scheme: "file", Path: filepath.ToSlash(warehouse)}).String()
 	}
 	tb := &Table{
 		CatalogURL:    "sqlite://" + filepath.ToSlash(filepath.Join(dir, "catalog.db")),
 		CatalogName:   o.CatalogName,
 		Namespace:     o.Namespace,
 		Name:          o.Name,
-		Warehouse:     (&url.URL{Scheme: "file", Path: filepath.ToSlash(warehouse)}).String(),
+		Warehouse:     wh,
 		FormatVersion: o.FormatVersion,
+		Props:         maps.Clone(o.Props),
 		seed:          o.Seed,
 		ident:         table.Identifier{o.Namespace, o.Name},
 	}
@@ -216,7 +236,9 @@ func (tb *Table) open() error {
 	if err != nil {
 		return fmt.Errorf("open catalog %s: %w", tb.CatalogURL, err)
 	}
-	cat, err := icesql.NewCatalog(tb.CatalogName, db, icesql.SQLite, ice.Properties{"warehouse": tb.Warehouse})
+	props := ice.Properties{"warehouse": tb.Warehouse}
+	maps.Copy(props, tb.Props)
+	cat, err := icesql.NewCatalog(tb.CatalogName, db, icesql.SQLite, props)
 	if err != nil {
 		db.Close()
 		return fmt.Errorf("open catalog %s: %w", tb.CatalogURL, err)
