@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	icecat "github.com/apache/iceberg-go/catalog"
 	icesql "github.com/apache/iceberg-go/catalog/sql"
 	"github.com/apache/iceberg-go/table"
 
@@ -18,7 +19,7 @@ import (
 
 // TablePrefix begins the location of a table in an Iceberg catalog:
 // iceberg+sqlite:///abs/path/catalog.db#ns.table,
-// iceberg+postgres://host/db#ns.table, iceberg+rest://host/prefix#ns.table.
+// iceberg+postgres://host/db#ns.table, iceberg+rest://host/path#ns.table.
 const TablePrefix = "iceberg+"
 
 // ErrTableURL is returned for a malformed iceberg+ table location.
@@ -36,7 +37,8 @@ type TableAddress struct {
 	// Kind is the catalog's kind: "sqlite", "postgres" or "rest".
 	Kind string
 	// CatalogURL is the catalog's own URL (sqlite:///path, a PostgreSQL
-	// connection URL), without the catalog= parameter and the fragment.
+	// connection URL, rest://host/path), without the catalog= parameter
+	// and the fragment.
 	CatalogURL string
 	// CatalogName is the name the catalog's rows carry (a SQL catalog's
 	// catalog_name): ?catalog=NAME, else found by the table's name.
@@ -56,7 +58,7 @@ func ParseTableURL(raw string) (TableAddress, error) {
 	var a TableAddress
 	rest, ok := strings.CutPrefix(raw, TablePrefix)
 	if !ok {
-		return a, fmt.Errorf("%w %q: want iceberg+sqlite:///abs/path/catalog.db#ns.table, iceberg+postgres://host/db#ns.table or iceberg+rest://host/prefix#ns.table", ErrTableURL, cloud.Redact(raw))
+		return a, fmt.Errorf("%w %q: want iceberg+sqlite:///abs/path/catalog.db#ns.table, iceberg+postgres://host/db#ns.table or iceberg+rest://host[:port]/path#ns.table", ErrTableURL, cloud.Redact(raw))
 	}
 	rest, frag, _ := strings.Cut(rest, "#")
 	ident := strings.Split(frag, ".")
@@ -81,6 +83,9 @@ func ParseTableURL(raw string) (TableAddress, error) {
 	case "postgres", "postgresql":
 		a.Kind = "postgres"
 	case "rest":
+		if err := checkRESTURL(u); err != nil {
+			return a, fmt.Errorf("%w %q: %v", ErrTableURL, cloud.Redact(raw), err)
+		}
 		a.Kind = "rest"
 	default:
 		return a, fmt.Errorf("%w %q: unknown catalog %q (want sqlite, postgres or rest)", ErrTableURL, cloud.Redact(raw), u.Scheme)
@@ -93,8 +98,11 @@ func ParseTableURL(raw string) (TableAddress, error) {
 // to maintain one of its tables: nothing is created in it.
 type foreignCatalog struct {
 	addr TableAddress
-	db   *sql.DB
-	cat  *icesql.Catalog
+	db   *sql.DB // a SQL catalog's database; nil for a REST catalog
+	cat  interface {
+		LoadTable(context.Context, table.Identifier) (*table.Table, error)
+		Close() error
+	}
 }
 
 // openForeignCatalog opens the catalog of a, which must exist. A SQL
@@ -113,8 +121,10 @@ func openForeignCatalog(ctx context.Context, a TableAddress) (*foreignCatalog, e
 			return nil, fmt.Errorf("open catalog %s: %w", a, err)
 		}
 	case "postgres":
+	case "rest":
+		return openREST(ctx, a)
 	default:
-		return nil, fmt.Errorf("%s: %w: an Iceberg REST catalog (use a SQL catalog: iceberg+sqlite or iceberg+postgres)", a, ErrNotBuilt)
+		return nil, fmt.Errorf("%w %s: unknown catalog kind %q", ErrTableURL, a, a.Kind)
 	}
 	db, dialect, err := openSQL(ctx, sqlitePath, a.CatalogURL)
 	if err != nil {
@@ -172,6 +182,12 @@ var ErrNoSuchTable = errors.New("no such Iceberg table")
 // load loads the table fresh.
 func (c *foreignCatalog) load(ctx context.Context) (*table.Table, error) {
 	t, err := c.cat.LoadTable(ctx, c.addr.Ident)
+	if errors.Is(err, icecat.ErrNoSuchTable) {
+		return nil, fmt.Errorf("%s: %w: no table %s in the catalog", c.addr, ErrNoSuchTable, strings.Join(c.addr.Ident, "."))
+	}
+	if err != nil && c.addr.Kind == "rest" {
+		err = restError(err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", c.addr, err)
 	}
@@ -180,5 +196,8 @@ func (c *foreignCatalog) load(ctx context.Context) (*table.Table, error) {
 
 func (c *foreignCatalog) Close() error {
 	err := c.cat.Close()
-	return errors.Join(err, c.db.Close())
+	if c.db != nil {
+		err = errors.Join(err, c.db.Close())
+	}
+	return err
 }

@@ -140,9 +140,10 @@ func (m *Maintained) Commit(ctx context.Context, c catalog.Change) (*catalog.Man
 // (the catalog's compare-and-swap of the metadata location lost), or a
 // requirement the catalog checked against its current metadata before
 // writing anything (the SQL catalog's "requirement failed: branch
-// "main" has changed", which wraps no sentinel).
+// "main" has changed", or "Requirement failed: ..." for the table's
+// uuid, schema or spec, which wrap no sentinel).
 func lostRace(err error) bool {
-	return err != nil && (errors.Is(err, table.ErrCommitFailed) || strings.HasPrefix(err.Error(), "requirement failed:"))
+	return err != nil && (errors.Is(err, table.ErrCommitFailed) || strings.HasPrefix(strings.ToLower(err.Error()), "requirement failed"))
 }
 
 // checkRows refuses a compaction whose outputs do not hold the inputs'

@@ -47,6 +47,7 @@ var permanent = []error{
 	iceberg.ErrSchemaChanged,     // the mirror cannot follow this schema change
 	iceberg.ErrTableURL,          // an iceberg+ location that does not parse
 	iceberg.ErrNoSuchTable,       // an Iceberg table its catalog does not have
+	iceberg.ErrRESTAuth,          // credentials a REST catalog refused
 	iceberg.ErrNotBuilt,          // what sluice does not do with an Iceberg table yet
 	iceberg.ErrUnsupportedType,   // a column sluice does not rewrite
 	iceberg.ErrEqualityDeletes,   // deletes sluice does not apply yet

@@ -157,7 +157,7 @@ func (e Env) beginMaintained(ctx context.Context, j Job, loc string, fo FormatOp
 		return e.beginCatalogTable(ctx, j, loc, fo)
 	}
 	if fo.Format == "iceberg" {
-		return nil, classify(bad("format", "iceberg: an Iceberg table is named by its catalog, not its folder: iceberg+sqlite:///abs/path/catalog.db#ns.table or iceberg+postgres://host/db#ns.table"))
+		return nil, classify(bad("format", "iceberg: an Iceberg table is named by its catalog, not its folder: iceberg+sqlite:///abs/path/catalog.db#ns.table, iceberg+postgres://host/db#ns.table or iceberg+rest://host/path#ns.table"))
 	}
 	t, err := e.begin(ctx, j, loc)
 	if err != nil {

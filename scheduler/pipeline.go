@@ -405,7 +405,7 @@ func (ps *parser) table(k, v *yaml.Node) {
 	named := inCatalog(t.Location)
 	switch {
 	case t.Format == "iceberg" && !named && t.Location != "":
-		ps.fail(k, join(path, "location"), "an Iceberg table is named by its catalog: iceberg+sqlite:///abs/path/catalog.db#ns.table or iceberg+postgres://host/db#ns.table")
+		ps.fail(k, join(path, "location"), "an Iceberg table is named by its catalog: iceberg+sqlite:///abs/path/catalog.db#ns.table, iceberg+postgres://host/db#ns.table or iceberg+rest://host/path#ns.table")
 	case named && t.Format != "" && t.Format != "iceberg":
 		ps.fail(k, join(path, "format"), "%q: the location names an Iceberg table in its catalog", t.Format)
 	case named && (t.Schema != "" || t.PartitionBy != ""):

@@ -172,7 +172,9 @@ func TestIcebergTableLocationsRefused(t *testing.T) {
 	}{
 		{[]string{"compact", "iceberg+sqlite:///nowhere/catalog.db#lake.events"}, []string{"open catalog", "no such file"}},
 		{[]string{"compact", "iceberg+sqlite:///x/catalog.db"}, []string{"namespace.table"}},
-		{[]string{"compact", "iceberg+rest://localhost:8181/v1#lake.events"}, []string{"REST catalog", "not built yet"}},
+		{[]string{"compact", "iceberg+rest://id:SENTINELRESTPASS@localhost:8181/api#lake.events"}, []string{"SLUICE_ICEBERG_CREDENTIAL", "never in the location"}},
+		{[]string{"compact", "iceberg+rest://localhost:8181/api?tlss=false#lake.events"}, []string{`unknown parameter "tlss"`}},
+		{[]string{"compact", "iceberg+rest://127.0.0.1:1/api?tls=false#lake.events"}, []string{"open catalog", "connection refused"}},
 		{[]string{"compact", tb.URL(), "--format", "delta"}, []string{"names an Iceberg table"}},
 		{[]string{"compact", tb.Location, "--format", "iceberg"}, []string{"named by its catalog"}},
 		{[]string{"ingest", tb.URL(), "--from", "x.jsonl"}, []string{"not built yet for an Iceberg table in its catalog"}},
@@ -184,6 +186,9 @@ func TestIcebergTableLocationsRefused(t *testing.T) {
 			continue
 		}
 		msg := strings.TrimSpace(r.stderr)
+		if strings.Contains(msg, "SENTINELRESTPASS") {
+			t.Errorf("sluice %s: the password shows in %q", strings.Join(c.args, " "), msg)
+		}
 		if strings.Contains(msg, "\n") {
 			t.Errorf("sluice %s: want one line, got %q", strings.Join(c.args, " "), msg)
 		}

@@ -80,8 +80,9 @@ absolute path: they are read relative to DIR, or, if DIR was moved or
 copied since, to the folder the sink wrote; a file outside it is refused.
 
 An Iceberg table, named by its catalog (--from
-iceberg+sqlite:///abs/path/catalog.db#ns.table, iceberg+postgres://host/db#ns.table)
-or by its metadata file (--from .../metadata/00003-<uuid>.metadata.json),
+iceberg+sqlite:///abs/path/catalog.db#ns.table, iceberg+postgres://host/db#ns.table,
+iceberg+rest://host/path#ns.table with SLUICE_ICEBERG_CREDENTIAL or
+SLUICE_ICEBERG_TOKEN in the environment) or by its metadata file (--from .../metadata/00003-<uuid>.metadata.json),
 is adopted at its current snapshot: exactly its live data files, in the
 table's own location, with the partition values of its spec. A snapshot
 with delete files, or with files of two partition specs, is refused.

@@ -227,24 +227,34 @@ func create(ctx context.Context, o Options) (*Table, error) {
 	return tb, nil
 }
 
-// open opens the SQLite catalog as sluice does: WAL and a busy timeout
-// let the racing writers share the file, and transactions take the write
-// lock when they begin.
+// open opens the table's SQLite catalog.
 func (tb *Table) open() error {
+	db, cat, err := tb.openCatalog()
+	if err != nil {
+		return err
+	}
+	tb.db, tb.cat = db, cat
+	return nil
+}
+
+// openCatalog opens a catalog on the table's SQLite file as sluice does:
+// WAL and a busy timeout let the racing writers (and a REST server's
+// catalog) share the file, and transactions take the write lock when
+// they begin.
+func (tb *Table) openCatalog() (*sql.DB, *icesql.Catalog, error) {
 	path := strings.TrimPrefix(tb.CatalogURL, "sqlite://")
 	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate")
 	if err != nil {
-		return fmt.Errorf("open catalog %s: %w", tb.CatalogURL, err)
+		return nil, nil, fmt.Errorf("open catalog %s: %w", tb.CatalogURL, err)
 	}
 	props := ice.Properties{"warehouse": tb.Warehouse}
 	maps.Copy(props, tb.Props)
 	cat, err := icesql.NewCatalog(tb.CatalogName, db, icesql.SQLite, props)
 	if err != nil {
 		db.Close()
-		return fmt.Errorf("open catalog %s: %w", tb.CatalogURL, err)
+		return nil, nil, fmt.Errorf("open catalog %s: %w", tb.CatalogURL, err)
 	}
-	tb.db, tb.cat = db, cat
-	return nil
+	return db, cat, nil
 }
 
 func (tb *Table) close() {
