@@ -1,6 +1,7 @@
 package main
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -15,7 +16,8 @@ import (
 // one line; the secret shows in no output. With both, sluice compacts the
 // table through the catalog's commit route — both independent readers
 // read every earlier snapshot as before and the new ones as the newest —
-// and vacuums it with no retention, leaving the newest snapshot alone.
+// and vacuums it with no retention, leaving the newest snapshot alone;
+// import reads it through the catalog too.
 func TestCompactAndVacuumAnIcebergTableThroughREST(t *testing.T) {
 	const secret = "SENTINELRESTSECRET"
 	tb := icebergtest.Write(t, icebergtest.Options{Dir: t.TempDir(), Appends: 8, RowsPerAppend: 200,
@@ -75,4 +77,11 @@ func TestCompactAndVacuumAnIcebergTableThroughREST(t *testing.T) {
 	if left := icebergtest.SnapshotRows(t, tb.MetadataLocation(t)); len(left) != 1 || left[0].ID != final.ID || left[0].Checksum != final.Checksum {
 		t.Errorf("after the vacuum the table has snapshots %+v; want the newest alone, %+v", left, final)
 	}
+
+	// Import reads the table through the catalog too, and refuses its
+	// two partition specs as it does from a SQL catalog.
+	dir := filepath.Join(t.TempDir(), "events")
+	r = sluice(t, env, "import", dir, "--from", loc)
+	failsWithOneLine(t, r, "partition specs 0 and 1")
+	noSecret(r)
 }
