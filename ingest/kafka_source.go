@@ -67,8 +67,9 @@ func parseKafkaURL(s string) (kafkaSource, error) {
 	hosts, topic, ok := strings.Cut(rest, "/")
 	if strings.Contains(hosts, "@") {
 		// A password here would be echoed by every error and kept in
-		// the checkpoint key; sluice speaks no SASL.
-		return kafkaSource{}, fmt.Errorf("%q: a kafka:// source takes no user name or password (SASL is not supported)", cloud.Redact(s))
+		// the checkpoint key: credentials come from KafkaSecurity.
+		return kafkaSource{}, fmt.Errorf("%q: a kafka:// source takes no user name or password: use --sasl, with the credentials in %s and %s (or --sasl-password-file)",
+			cloud.Redact(s), EnvKafkaUsername, EnvKafkaPassword)
 	}
 	topic, err := url.PathUnescape(topic)
 	if !ok || err != nil || topic == "" || strings.Contains(topic, "/") {
@@ -148,6 +149,10 @@ var kafkaReadGate func(partitions []int32) bool
 // records in its own checkpoint, per partition, the offset below which it
 // holds every bad record. A rerun after a crash between the two commits
 // reads the same range again but does not quarantine those records twice.
+//
+// The client connects as o.Kafka says (TLS, SASL). Credentials the broker
+// refuses, and a certificate either side refuses, fail the run at once
+// with ErrKafkaAuth or ErrKafkaTLS, not after the client's retries.
 func runKafka(ctx context.Context, t *catalog.Table, source string, o Options) (Result, error) {
 	var res Result
 	ks, err := parseKafkaURL(source)
@@ -164,6 +169,13 @@ func runKafka(ctx context.Context, t *catalog.Table, source string, o Options) (
 	}
 	log := o.Logger.With("table", t.Location(), "source", ks.String(), "group", group)
 	start := time.Now()
+	conn, err := o.Kafka.connect(ctx)
+	if err != nil {
+		return res, fmt.Errorf("ingest %s: %w", ks, err)
+	}
+	if o.Kafka.TLSInsecureSkipVerify {
+		log.LogAttrs(ctx, slog.LevelWarn, InsecureTLSWarning)
+	}
 	m, err := t.Latest(ctx)
 	if err != nil {
 		return res, fmt.Errorf("ingest into %s: %w", t.Location(), err)
@@ -186,7 +198,7 @@ func runKafka(ctx context.Context, t *catalog.Table, source string, o Options) (
 	}
 	defer qt.Close()
 	target := o.targetFileSize(m)
-	kr := &kafkaRun{ctx: ctx, o: o, ks: ks, group: group, log: log, t: t, m: m, qt: qt, qExists: qm != nil,
+	kr := &kafkaRun{ctx: ctx, o: o, ks: ks, conn: conn, group: group, log: log, t: t, m: m, qt: qt, qExists: qm != nil,
 		cpKey: cpKey, qKey: "quarantined:" + canonicalLocation(t.Location()) + " " + cpKey,
 		target: target, dec: newSoloDecoder(m.Schema, o), now: time.Now().UTC().Truncate(time.Microsecond),
 		wake: make(chan struct{}, 1), res: &res, progressAt: start,
@@ -195,30 +207,7 @@ func runKafka(ctx context.Context, t *catalog.Table, source string, o Options) (
 		codecs: pqio.NewCodecs(), qCodecs: pqio.NewCodecs(), dedup: dd.forRecords()}
 	kr.newSinks()
 
-	opts := []kgo.Opt{kgo.SeedBrokers(ks.brokers...),
-		kgo.ConsumerGroup(group), kgo.ConsumeTopics(ks.topic),
-		kgo.Balancers(kgo.CooperativeStickyBalancer()),
-		kgo.SessionTimeout(KafkaSessionTimeout),
-		kgo.RebalanceTimeout(kafkaRebalanceTimeout),
-		// The manifest holds the offsets; the group's are written for
-		// monitoring only, after the manifest commit.
-		kgo.DisableAutoCommit(),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.KeepControlRecords(),
-		kgo.WithPools(fetchPool{}),
-		// A range deleted after the run listed it must fail the run, not
-		// be skipped silently.
-		kgo.ConsumeResetOffset(kgo.NoResetOffset()),
-		kgo.OnPartitionsAssigned(kr.assigned),
-		kgo.AdjustFetchOffsetsFn(kr.adjust),
-		kgo.OnPartitionsRevoked(kr.revoked),
-		kgo.OnPartitionsLost(kr.lost),
-	}
-	opts = append(opts, fetchLimits(o)...)
-	if o.InstanceID != "" {
-		opts = append(opts, kgo.InstanceID(o.InstanceID))
-	}
-	cl, err := kgo.NewClient(opts...)
+	cl, err := kgo.NewClient(append(kr.clientOpts(), conn.opts...)...)
 	if err != nil {
 		return res, fmt.Errorf("ingest %s: %w", ks, err)
 	}
@@ -238,7 +227,7 @@ func runKafka(ctx context.Context, t *catalog.Table, source string, o Options) (
 	}
 	if err != nil {
 		kr.abort()
-		return res, fmt.Errorf("ingest %s: %w", ks, err)
+		return res, fmt.Errorf("ingest %s: %w", ks, conn.explain(err))
 	}
 	kr.topicStarts = map[int32]int64{}
 	for p, s := range starts {
@@ -247,7 +236,7 @@ func runKafka(ctx context.Context, t *catalog.Table, source string, o Options) (
 	if err := kr.consume(ctx, cl, start); err != nil {
 		kr.abort()
 		kr.fillResult()
-		return res, fmt.Errorf("ingest %s: %w", ks, err)
+		return res, fmt.Errorf("ingest %s: %w", ks, conn.explain(err))
 	}
 	kr.mu.Lock()
 	offs, err := kr.commitLocked(ctx)
@@ -262,6 +251,40 @@ func runKafka(ctx context.Context, t *catalog.Table, source string, o Options) (
 		slog.Int64("quarantined", res.RecordsQuarantined), slog.Any("partitions", res.KafkaPartitions),
 		slog.Int64("version", res.Version), slog.Duration("took", time.Since(start)))
 	return res, nil
+}
+
+// InsecureTLSWarning is the warning of every run that does not verify
+// the brokers' certificates (KafkaSecurity.TLSInsecureSkipVerify): its
+// log has it, at warning level.
+const InsecureTLSWarning = "TLS certificate verification is off (--tls-insecure-skip-verify): anyone between sluice and the brokers can read and change the records"
+
+// clientOpts are the options of the run's Kafka client, TLS and SASL
+// aside.
+func (kr *kafkaRun) clientOpts() []kgo.Opt {
+	opts := []kgo.Opt{kgo.SeedBrokers(kr.ks.brokers...),
+		kgo.ConsumerGroup(kr.group), kgo.ConsumeTopics(kr.ks.topic),
+		kgo.Balancers(kgo.CooperativeStickyBalancer()),
+		kgo.SessionTimeout(KafkaSessionTimeout),
+		kgo.RebalanceTimeout(kafkaRebalanceTimeout),
+		// The manifest holds the offsets; the group's are written for
+		// monitoring only, after the manifest commit.
+		kgo.DisableAutoCommit(),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(),
+		kgo.WithPools(fetchPool{}),
+		// A range deleted after the run listed it must fail the run, not
+		// be skipped silently.
+		kgo.ConsumeResetOffset(kgo.NoResetOffset()),
+		kgo.OnPartitionsAssigned(kr.assigned),
+		kgo.AdjustFetchOffsetsFn(kr.adjust),
+		kgo.OnPartitionsRevoked(kr.revoked),
+		kgo.OnPartitionsLost(kr.lost),
+	}
+	opts = append(opts, fetchLimits(kr.o)...)
+	if kr.o.InstanceID != "" {
+		opts = append(opts, kgo.InstanceID(kr.o.InstanceID))
+	}
+	return opts
 }
 
 // canonicalLocation is a table location as the checkpoint keys spell it.
@@ -279,6 +302,7 @@ type kafkaRun struct {
 	ctx         context.Context // the run's, for commits made in group callbacks
 	o           Options
 	ks          kafkaSource
+	conn        *kafkaConn
 	group       string
 	log         *slog.Logger
 	t           *catalog.Table
@@ -499,12 +523,15 @@ func (kr *kafkaRun) consume(ctx context.Context, cl *kgo.Client, start time.Time
 // fetchError returns the first error of fs that fails the run. Those of a
 // poll that the run ended do not, nor group errors (joining,
 // heartbeating), which the client retries itself and consume's deadlines
-// bound: they are logged.
+// bound: they are logged. A connection refused on its credentials or a
+// certificate fails the run, group's or not: no retry gets past it.
 func (kr *kafkaRun) fetchError(ctx context.Context, fs kgo.Fetches) error {
 	var ferr error
 	fs.EachError(func(t string, p int32, err error) {
 		switch {
 		case ferr != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		case t == "" && kr.conn.refused(err):
+			ferr = fmt.Errorf("consumer group %s: %w", kr.group, err)
 		case t == "":
 			kr.log.LogAttrs(ctx, slog.LevelWarn, "group", slog.String("error", err.Error()))
 		default:

@@ -93,6 +93,10 @@ type Options struct {
 	// get its partitions: give each instance its own ID (a pod name), and
 	// never two running at once the same one. Empty: a dynamic member.
 	InstanceID string
+	// Kafka says how a Kafka run connects to its brokers: TLS and SASL.
+	// It is no part of the source's identity: the checkpoint is the
+	// same with or without it. A landing run does not look at it.
+	Kafka KafkaSecurity
 	// OrderedNames declares that landing file names only ever increase
 	// (date- or time-prefixed names, as Firehose, Kafka Connect and Spark
 	// write them), which lets the checkpoint keep a high-water mark instead
@@ -200,6 +204,9 @@ func (o Options) Validate() error {
 	}
 	if o.DedupWindow > 0 && o.DedupKey == "" {
 		bad = append(bad, fmt.Sprintf("DedupWindow %s without a DedupKey", o.DedupWindow))
+	}
+	for _, p := range o.Kafka.Problems() {
+		bad = append(bad, "Kafka: "+p.Error())
 	}
 	if len(bad) > 0 {
 		return fmt.Errorf("ingest options: %s", strings.Join(bad, "; "))

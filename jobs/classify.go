@@ -48,6 +48,9 @@ var permanent = []error{
 	iceberg.ErrTableURL,          // an iceberg+ location that does not parse
 	iceberg.ErrNoSuchTable,       // an Iceberg table its catalog does not have
 	iceberg.ErrRESTAuth,          // credentials a REST catalog refused
+	ingest.ErrKafkaAuth,          // credentials the broker refused: fix them, not retry
+	ingest.ErrKafkaTLS,           // a certificate either side refused
+	ingest.ErrKafkaOption,        // a CA, key or secret file, or a credential, that cannot be used
 	iceberg.ErrNotBuilt,          // what sluice does not do with an Iceberg table yet
 	iceberg.ErrUnsupportedType,   // a column sluice does not rewrite
 	iceberg.ErrEqualityDeletes,   // deletes sluice does not apply yet

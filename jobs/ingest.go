@@ -37,6 +37,22 @@ type Ingest struct {
 	Group          string
 	InstanceID     string
 
+	// How a Kafka source is connected to: TLS and SASL (see
+	// ingest.KafkaSecurity). SASLPassword is the pipeline file's
+	// sasl_password, meant to come from ${NAME}; its flag is hidden.
+	TLS                   bool
+	TLSCA                 string
+	TLSCert               string
+	TLSKey                string
+	TLSServerName         string
+	TLSInsecureSkipVerify bool
+	SASL                  string
+	SASLUsername          string
+	SASLPassword          ingest.Secret
+	SASLPasswordFile      string
+	SASLTokenFile         string
+	SASLTokenCommand      string
+
 	// UntilTime, when Until is empty, stops the run there: a scheduled
 	// ingest sets its interval's end.
 	UntilTime time.Time
@@ -68,6 +84,72 @@ func (o *Ingest) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&o.OnGap, "on-gap", "fail", "Kafka: when retention deleted records not yet read, fail, or skip them and record the gap")
 	fs.StringVar(&o.Group, "group", "", "Kafka: consumer group sharing the topic's partitions between instances (default \"sluice:\" + the table's location)")
 	fs.StringVar(&o.InstanceID, "instance-id", "", "Kafka: static group member ID; a restart with the same ID takes its partitions back at once (one running instance per ID)")
+	o.bindKafkaSecurity(fs)
+}
+
+// bindKafkaSecurity registers the flags of a Kafka source's TLS and SASL.
+func (o *Ingest) bindKafkaSecurity(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.TLS, "tls", false, "Kafka: connect with TLS, verifying the brokers' certificates against the system's roots")
+	fs.StringVar(&o.TLSCA, "tls-ca", "", "Kafka: PEM file of the CAs the brokers' certificates must chain to, instead of the system's (implies --tls)")
+	fs.StringVar(&o.TLSCert, "tls-cert", "", "Kafka: PEM file of the client certificate, for brokers that authenticate clients by certificate (with --tls-key)")
+	fs.StringVar(&o.TLSKey, "tls-key", "", "Kafka: PEM file of the client certificate's private key (with --tls-cert)")
+	fs.StringVar(&o.TLSServerName, "tls-server-name", "", "Kafka: name the brokers' certificates must hold (default: each broker's host)")
+	fs.BoolVar(&o.TLSInsecureSkipVerify, "tls-insecure-skip-verify", false,
+		"Kafka: DANGEROUS: accept any broker certificate, so anyone on the path can read and change the records; every run warns")
+	fs.StringVar(&o.SASL, "sasl", "", "Kafka: SASL mechanism: plain, scram-sha-256, scram-sha-512 (user and password from "+
+		ingest.EnvKafkaUsername+" and "+ingest.EnvKafkaPassword+"), oauthbearer or aws-msk-iam (the AWS default credential chain)")
+	fs.StringVar(&o.SASLUsername, "sasl-username", "", "Kafka: SASL user for plain and scram (default $"+ingest.EnvKafkaUsername+")")
+	fs.Var(secretValue{&o.SASLPassword}, "sasl-password", "Kafka: SASL password; for pipeline files, as sasl_password: ${NAME} (on the command line use $"+ingest.EnvKafkaPassword+")")
+	_ = fs.MarkHidden("sasl-password")
+	fs.StringVar(&o.SASLPasswordFile, "sasl-password-file", "", "Kafka: file holding the SASL password, read on each connection (default: $"+ingest.EnvKafkaPassword+")")
+	fs.StringVar(&o.SASLTokenFile, "sasl-token-file", "", "Kafka: file holding the OAUTHBEARER token, read on each authentication (a refresher may replace it)")
+	fs.StringVar(&o.SASLTokenCommand, "sasl-token-command", "", "Kafka: command printing an OAUTHBEARER token, run by /bin/sh -c on each authentication")
+}
+
+// secretValue is a flag holding a secret: it shows as empty, never the
+// value.
+type secretValue struct{ s *ingest.Secret }
+
+func (v secretValue) String() string { return "" }
+func (v secretValue) Type() string   { return "string" }
+func (v secretValue) Set(s string) error {
+	*v.s = ingest.Secret(s)
+	return nil
+}
+
+// kafkaSecurity is the Kafka connection the options give.
+func (o *Ingest) kafkaSecurity() ingest.KafkaSecurity {
+	return ingest.KafkaSecurity{TLS: o.TLS, TLSCA: o.TLSCA, TLSCert: o.TLSCert, TLSKey: o.TLSKey,
+		TLSServerName: o.TLSServerName, TLSInsecureSkipVerify: o.TLSInsecureSkipVerify,
+		SASL: o.SASL, SASLUsername: o.SASLUsername, SASLPassword: o.SASLPassword,
+		SASLPasswordFile: o.SASLPasswordFile, SASLTokenFile: o.SASLTokenFile, SASLTokenCommand: o.SASLTokenCommand}
+}
+
+// checkKafkaSecurity reports each TLS or SASL option that cannot be: one
+// given for a source that is not Kafka, or that does not go with the
+// others.
+func (o *Ingest) checkKafkaSecurity() []error {
+	var errs []error
+	if !o.kafka() {
+		given := []struct {
+			flag string
+			set  bool
+		}{{"tls", o.TLS}, {"tls-ca", o.TLSCA != ""}, {"tls-cert", o.TLSCert != ""}, {"tls-key", o.TLSKey != ""},
+			{"tls-server-name", o.TLSServerName != ""}, {"tls-insecure-skip-verify", o.TLSInsecureSkipVerify},
+			{"sasl", o.SASL != ""}, {"sasl-username", o.SASLUsername != ""}, {"sasl-password", o.SASLPassword != ""},
+			{"sasl-password-file", o.SASLPasswordFile != ""}, {"sasl-token-file", o.SASLTokenFile != ""},
+			{"sasl-token-command", o.SASLTokenCommand != ""}}
+		for _, g := range given {
+			if g.set {
+				errs = append(errs, bad(g.flag, "is for a kafka:// source; --from is not one"))
+			}
+		}
+		return errs
+	}
+	for _, p := range o.kafkaSecurity().Problems() {
+		errs = append(errs, bad(p.Option, "%s", p.Msg))
+	}
+	return errs
 }
 
 func (o *Ingest) kafka() bool { return strings.HasPrefix(strings.ToLower(o.From), "kafka://") }
@@ -109,6 +191,7 @@ func (o *Ingest) Validate() error {
 	if o.DedupWindow > 0 && o.DedupKey == "" {
 		errs = append(errs, bad("dedup-window", "%s without --dedup-key", o.DedupWindow))
 	}
+	errs = append(errs, o.checkKafkaSecurity()...)
 	until := o.UntilTime
 	if o.Until != "" {
 		t, err := time.Parse(time.RFC3339Nano, o.Until)
@@ -134,6 +217,9 @@ func (o *Ingest) Validate() error {
 		EpochUnit: ingest.EpochUnit(o.EpochUnit), Quarantine: o.Quarantine, OrderedNames: o.OrderedNames,
 		OnGap: ingest.GapPolicy(o.OnGap), Group: o.Group, InstanceID: o.InstanceID,
 		DedupKey: o.DedupKey, DedupWindow: o.DedupWindow, MemoryBudget: memory, MaxRecordBytes: int(maxRecord)}
+	if o.kafka() {
+		io.Kafka = o.kafkaSecurity()
+	}
 	if budget := o.memoryBudget(); io.MaxRecordBytes > ingest.MaxRecordBytesFor(budget) {
 		return bad("max-record-bytes", "%s cannot fit in --memory %s: a record takes up to %d times its size in memory; "+
 			"give --memory %s or more, or --max-record-bytes %s or less",
@@ -219,6 +305,9 @@ func (o *Ingest) Run(ctx context.Context, env Env) (Result, error) {
 	bar.Done()
 	res.fill(r)
 	res.seconds = time.Since(start).Seconds()
+	if res.kafka && io.Kafka.TLSInsecureSkipVerify {
+		res.Warns = append(res.Warns, ingest.InsecureTLSWarning)
+	}
 	if err != nil && !errors.Is(err, ingest.ErrFilesFailed) {
 		if errors.Is(err, catalog.ErrTableNotFound) {
 			err = fmt.Errorf("%w (create it first with 'sluice init')", err)

@@ -63,7 +63,7 @@ func (o *Vacuum) targetTable() *string  { return &o.Table }
 func Kinds(env Env) map[string]scheduler.Kind {
 	ks := []*kind{
 		{name: "ingest", new: func() Job { return &Ingest{} }, target: "table", tables: []string{"table", "quarantine"},
-			locations: []string{"from"}, required: []string{"table", "from"}, interval: ingestInterval, small: true},
+			locations: []string{"from", "tls_ca", "tls_cert", "tls_key", "sasl_password_file", "sasl_token_file"}, required: []string{"table", "from"}, interval: ingestInterval, small: true},
 		{name: "compact", new: func() Job { return &Compact{} }, target: "table", tables: []string{"table"},
 			required: []string{"table"}, extra: compactScope, interval: compactInterval, small: true, formats: true},
 		{name: "rollup", new: func() Job { return &Rollup{} }, target: "out", tables: []string{"out", "source"},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -40,6 +41,22 @@ one JSON object. The offsets are committed with the files. Records that
 retention deleted before they were read fail the run, or with --on-gap
 skip are recorded as a gap and skipped.
 
+A Kafka source is read in plaintext without authentication unless told
+otherwise. --tls verifies the brokers' certificates against the system's
+roots, --tls-ca FILE against the CAs of a PEM file instead; --tls-cert and
+--tls-key give a client certificate, --tls-server-name the name to verify.
+Only --tls-insecure-skip-verify skips the verification, with a warning on
+every run. --sasl plain, scram-sha-256 or scram-sha-512 authenticates as
+$KAFKA_USERNAME with $KAFKA_PASSWORD (or --sasl-username, and
+--sasl-password-file FILE, read on each connection); --sasl oauthbearer
+sends the token of --sasl-token-file FILE or printed by --sasl-token-command
+CMD, read again on each authentication; --sasl aws-msk-iam signs with the
+AWS default credential chain. The kafka:// URL takes no credentials, and
+none is ever printed. Credentials or a certificate refused fail the run at
+once. A pipeline's ingest job takes the same options (tls_ca, sasl, ...),
+and its password as sasl_password: ${NAME}. The checkpoint is the same
+whatever the connection's security.
+
 Instances ingesting one topic into one table share its partitions through
 a consumer group (--group, default "sluice:" + the table's location), each
 committing the offsets of its own partitions; the group's offsets are
@@ -52,10 +69,14 @@ records_deduplicated: records_in = rows_written + records_quarantined +
 records_deduplicated.`,
 		Example: `  sluice ingest ./lake/events --from s3://landing/events/ --json
   sluice ingest ./lake/events --from kafka://broker1:9092,broker2:9092/events --max-records 1000000
-  sluice ingest ./lake/events --from ./incoming --format csv --min-age 2m`,
+  sluice ingest ./lake/events --from ./incoming --format csv --min-age 2m
+  KAFKA_USERNAME=sluice KAFKA_PASSWORD=... sluice ingest ./lake/events --from kafka://b1:9093/events --tls-ca ca.pem --sasl scram-sha-512`,
 		Args: exactArgs(1, "TABLE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Table = args[0]
+			if cmd.Flags().Changed("sasl-password") {
+				return usageError{cmd: "ingest", err: errors.New("ingest: --sasl-password is for pipeline files (sasl_password: ${NAME}); on the command line set KAFKA_PASSWORD or give --sasl-password-file")}
+			}
 			if err := o.Validate(); err != nil {
 				return usageError{cmd: "ingest", err: fmt.Errorf("ingest: %s", strings.ReplaceAll(err.Error(), "\n", "; "))}
 			}

@@ -159,8 +159,9 @@ jobs:
 	get("GET", "/api/runs", "")
 	get("GET", "/metrics", "")
 
-	// A Kafka URL with credentials is refused by validate (SASL is not
-	// built), by run too, saying so without the password.
+	// A Kafka URL with credentials is refused by validate (credentials go
+	// in KAFKA_USERNAME and KAFKA_PASSWORD, or the sasl_ keys), by run
+	// too, saying so without the password.
 	kafkaConfig := filepath.Join(dir, "kafka.yaml")
 	os.WriteFile(kafkaConfig, []byte(`lake: `+lake+`
 tables:

@@ -24,6 +24,9 @@ const (
 	sentinelAWSSecret = "SENTINELAWSSECRET"
 	sentinelAWSToken  = "SENTINELAWSTOKEN"
 	sentinelKafkaPass = "SENTINELKAFKAPASS"
+	// The SASL passwords of a Kafka broker: the right one and a wrong one.
+	sentinelKafkaSCRAMPass  = "SENTINELKAFKASCRAMPASS"
+	sentinelKafkaSCRAMWrong = "SENTINELKAFKASCRAMWRONG"
 )
 
 // secretsEnv holds the AWS secrets every run gets (the S3 test server
