@@ -81,6 +81,12 @@ type Result struct {
 	// last stable offset when the run started: what it left unread
 	// (Until, MaxRecords) of what had arrived.
 	KafkaLag map[int32]int64
+	// TableSchemaWidened counts the schema changes a Kafka run with a
+	// Schema Registry committed: records of a newer schema version added
+	// columns or widened types.
+	TableSchemaWidened int
+
+	grow *catalog.Schema // the table schema a Kafka run stopped for
 }
 
 // landingFile is one listed file to take.
@@ -113,6 +119,9 @@ func Run(ctx context.Context, t *catalog.Table, source string, o Options) (Resul
 	}
 	if err := o.Validate(); err != nil {
 		return res, err
+	}
+	if o.SchemaRegistry != "" || registryFormat(o.Format) {
+		return res, fmt.Errorf("ingest: --from %s: a Schema Registry's records come from Kafka, not landing files", cloud.Redact(source))
 	}
 	o = o.withDefaults()
 	log := o.Logger.With("table", t.Location(), "source", source)

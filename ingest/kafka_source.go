@@ -17,6 +17,7 @@ import (
 
 	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/cloud"
+	"github.com/sluice-data/sluice/ingest/wire"
 	"github.com/sluice-data/sluice/internal/pqio"
 )
 
@@ -153,7 +154,7 @@ var kafkaReadGate func(partitions []int32) bool
 // The client connects as o.Kafka says (TLS, SASL). Credentials the broker
 // refuses, and a certificate either side refuses, fail the run at once
 // with ErrKafkaAuth or ErrKafkaTLS, not after the client's retries.
-func runKafka(ctx context.Context, t *catalog.Table, source string, o Options) (Result, error) {
+func runKafkaOnce(ctx context.Context, t *catalog.Table, source string, o Options) (Result, error) {
 	var res Result
 	ks, err := parseKafkaURL(source)
 	if err != nil {
@@ -205,6 +206,11 @@ func runKafka(ctx context.Context, t *catalog.Table, source string, o Options) (
 		pending: map[int32]bool{}, parts: map[int32]*kafkaPart{}, paused: map[int32]bool{},
 		tableParts: map[string]bool{}, covered: map[int32]bool{},
 		codecs: pqio.NewCodecs(), qCodecs: pqio.NewCodecs(), dedup: dd.forRecords()}
+	if o.SchemaRegistry != "" {
+		if kr.reg, err = newRegistry(o.SchemaRegistry, m.Schema, wire.Format(o.Format), nil); err != nil {
+			return res, fmt.Errorf("ingest %s: %w", ks, err)
+		}
+	}
 	kr.newSinks()
 
 	cl, err := kgo.NewClient(append(kr.clientOpts(), conn.opts...)...)
@@ -247,6 +253,7 @@ func runKafka(ctx context.Context, t *catalog.Table, source string, o Options) (
 		return res, fmt.Errorf("ingest %s: %w", ks, err)
 	}
 	kr.commitGroup(cl, offs)
+	res.grow = kr.grow
 	log.LogAttrs(ctx, slog.LevelInfo, "read", slog.Int64("records", res.RecordsIn),
 		slog.Int64("quarantined", res.RecordsQuarantined), slog.Any("partitions", res.KafkaPartitions),
 		slog.Int64("version", res.Version), slog.Duration("took", time.Since(start)))
@@ -311,6 +318,7 @@ type kafkaRun struct {
 	cpKey, qKey string
 	target      int64
 	dec         *decoder
+	reg         *registry // records in the Confluent wire format; nil for JSON lines
 	now         time.Time
 	wake        chan struct{} // signalled by callbacks; capacity 1
 	res         *Result
@@ -333,7 +341,10 @@ type kafkaRun struct {
 	// each column's compression level is learnt once per run.
 	codecs, qCodecs *pqio.Codecs
 	dedup           *dedup // nil without a dedup key
-	full            bool   // MaxRecords were read
+	full            bool   // MaxRecords were read, or a record needs grow
+	// grow is the schema the table needs for the next record, whose
+	// schema adds columns or widens types: the run stops before it.
+	grow *catalog.Schema
 
 	// The topic's partitions when the run started: what the group as a
 	// whole is to read (see notCaughtUp).
@@ -571,7 +582,11 @@ func (kr *kafkaRun) take(ctx context.Context, fs kgo.Fetches) (pause []int32, er
 					kr.full = true
 					return
 				}
-				if err = kr.record(ctx, r, kp); err != nil {
+				if err = kr.record(ctx, r, kp); errors.Is(err, errGrow) {
+					kr.full, err = true, nil // this record, and the rest, wait for the wider table
+					return
+				}
+				if err != nil {
 					err = fmt.Errorf("topic %s partition %d offset %d: %w", topic, r.Partition, r.Offset, err)
 					return
 				}
@@ -598,9 +613,25 @@ func (kr *kafkaRun) take(ctx context.Context, fs kgo.Fetches) (pause []int32, er
 
 // record decodes one record into the table's sink or the quarantine's.
 func (kr *kafkaRun) record(ctx context.Context, r *kgo.Record, kp *kafkaPart) error {
+	var (
+		row, rec = []any(nil), r.Value
+		why      error
+	)
+	if kr.reg != nil {
+		d, err := kr.reg.decode(ctx, r.Value)
+		if err != nil {
+			return err
+		}
+		if d.grow != nil {
+			kr.grow = d.grow
+			return errGrow
+		}
+		row, why = d.row, d.why
+	} else {
+		row, rec, why = kr.dec.decodeValue(r.Value)
+	}
 	kr.recordsIn++
 	kr.bytesIn += int64(len(r.Value))
-	row, rec, why := kr.dec.decodeValue(r.Value)
 	if why == nil {
 		if dup, err := kr.dedup.drop(ctx, row); dup || err != nil {
 			return err

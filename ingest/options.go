@@ -19,7 +19,17 @@ const (
 	FormatJSONL   Format = "jsonl"
 	FormatCSV     Format = "csv"
 	FormatParquet Format = "parquet"
+	// The formats of Kafka records in the Confluent wire format, whose
+	// schemas a Schema Registry holds (Options.SchemaRegistry).
+	FormatAvro     Format = "avro"
+	FormatProtobuf Format = "protobuf"
+	FormatJSONSR   Format = "json-sr"
 )
+
+// registryFormat reports whether f is a Schema Registry's format.
+func registryFormat(f Format) bool {
+	return f == FormatAvro || f == FormatProtobuf || f == FormatJSONSR
+}
 
 // EpochUnit is the unit of a number given for a timestamp column.
 type EpochUnit string
@@ -38,6 +48,15 @@ type Options struct {
 	// from each file's extension: .jsonl, .json, .ndjson, .csv, .parquet,
 	// each optionally followed by .gz or .zst.
 	Format Format
+	// SchemaRegistry is the URL of the Schema Registry (Confluent's REST
+	// API) holding the schemas of a Kafka topic's records, which are in
+	// the Confluent wire format: each record's schema is fetched by its
+	// id, once. Format, when FormatAvro, FormatProtobuf or FormatJSONSR,
+	// is the only format records may have; FormatAuto takes each schema's
+	// type from the registry. Its credentials come from
+	// SCHEMA_REGISTRY_USERNAME and SCHEMA_REGISTRY_PASSWORD, or
+	// SCHEMA_REGISTRY_TOKEN. Empty: records are JSON lines.
+	SchemaRegistry string
 	// MaxRecords stops taking files once this many records were read; the
 	// file that crosses it is read whole, because a landing file is taken
 	// whole or not at all. A Kafka run stops at exactly this many records
@@ -166,9 +185,20 @@ func DefaultOptions() Options {
 func (o Options) Validate() error {
 	var bad []string
 	switch o.Format {
-	case FormatAuto, FormatJSONL, FormatCSV, FormatParquet:
+	case FormatAuto, FormatJSONL, FormatCSV, FormatParquet, FormatAvro, FormatProtobuf, FormatJSONSR:
 	default:
-		bad = append(bad, fmt.Sprintf("Format %q: want jsonl, csv or parquet", o.Format))
+		bad = append(bad, fmt.Sprintf("Format %q: want jsonl, csv, parquet, avro, protobuf or json-sr", o.Format))
+	}
+	switch {
+	case registryFormat(o.Format) && o.SchemaRegistry == "":
+		bad = append(bad, fmt.Sprintf("Format %q needs a SchemaRegistry: records of that format carry a schema id, not their schema", o.Format))
+	case o.SchemaRegistry != "" && o.Format != FormatAuto && !registryFormat(o.Format):
+		bad = append(bad, fmt.Sprintf("Format %q with a SchemaRegistry: want avro, protobuf, json-sr or none (the registry says)", o.Format))
+	}
+	if o.SchemaRegistry != "" {
+		if err := checkRegistryURL(o.SchemaRegistry); err != nil {
+			bad = append(bad, err.Error())
+		}
 	}
 	switch o.EpochUnit {
 	case "", EpochSeconds, EpochMilliseconds, EpochMicroseconds:

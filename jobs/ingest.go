@@ -23,6 +23,7 @@ type Ingest struct {
 	Table          string
 	From           string
 	Format         string
+	SchemaRegistry string
 	MaxRecords     count
 	Quarantine     string
 	MinAge         time.Duration
@@ -66,7 +67,8 @@ func (*Ingest) Kind() string { return "ingest" }
 // Bind registers ingest's flags.
 func (o *Ingest) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&o.From, "from", "", "landing prefix (path, file://, s3://, az://) or kafka://host:port[,host:port]/topic")
-	fs.StringVar(&o.Format, "format", "", "jsonl, csv or parquet (default: by each file's extension)")
+	fs.StringVar(&o.Format, "format", "", "jsonl, csv or parquet (default: by each file's extension); for Kafka records in the Confluent wire format, avro, protobuf or json-sr with --schema-registry (default: the registry's type of each schema)")
+	fs.StringVar(&o.SchemaRegistry, "schema-registry", "", "Schema Registry URL for a Kafka topic's records in the Confluent wire format (credentials from SCHEMA_REGISTRY_USERNAME/SCHEMA_REGISTRY_PASSWORD or SCHEMA_REGISTRY_TOKEN)")
 	fs.Var(&o.MaxRecords, "max-records", "stop once this many records were read (landing files are taken whole; Kafka stops exactly)")
 	fs.StringVar(&o.Quarantine, "quarantine", "", "quarantine table for bad records (default: TABLE + \"_quarantine\")")
 	fs.DurationVar(&o.MinAge, "min-age", 0, "leave files modified more recently than this for the next run")
@@ -167,10 +169,20 @@ func (o *Ingest) Validate() error {
 	if err := o.MaxRecords.check("max-records"); err != nil {
 		errs = append(errs, err)
 	}
-	switch ingest.Format(o.Format) {
+	switch f := ingest.Format(o.Format); f {
 	case ingest.FormatAuto, ingest.FormatJSONL, ingest.FormatCSV, ingest.FormatParquet:
+		if o.SchemaRegistry != "" && f != ingest.FormatAuto {
+			errs = append(errs, bad("format", "%q with --schema-registry: want avro, protobuf or json-sr (or none: the registry says)", o.Format))
+		}
+	case ingest.FormatAvro, ingest.FormatProtobuf, ingest.FormatJSONSR:
+		if o.SchemaRegistry == "" {
+			errs = append(errs, bad("format", "%q needs --schema-registry URL: such records carry a schema id, not their schema", o.Format))
+		}
 	default:
-		errs = append(errs, bad("format", "%q: want jsonl, csv or parquet", o.Format))
+		errs = append(errs, bad("format", "%q: want jsonl, csv, parquet, avro, protobuf or json-sr", o.Format))
+	}
+	if o.SchemaRegistry != "" && !o.kafka() {
+		errs = append(errs, bad("schema-registry", "is for a kafka:// source; --from is not one"))
 	}
 	switch ingest.EpochUnit(o.EpochUnit) {
 	case "", ingest.EpochSeconds, ingest.EpochMilliseconds, ingest.EpochMicroseconds:
@@ -213,7 +225,7 @@ func (o *Ingest) Validate() error {
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	io := ingest.Options{Format: ingest.Format(o.Format), MaxRecords: o.MaxRecords.n, MinAge: o.MinAge, Until: until,
+	io := ingest.Options{Format: ingest.Format(o.Format), SchemaRegistry: o.SchemaRegistry, MaxRecords: o.MaxRecords.n, MinAge: o.MinAge, Until: until,
 		EpochUnit: ingest.EpochUnit(o.EpochUnit), Quarantine: o.Quarantine, OrderedNames: o.OrderedNames,
 		OnGap: ingest.GapPolicy(o.OnGap), Group: o.Group, InstanceID: o.InstanceID,
 		DedupKey: o.DedupKey, DedupWindow: o.DedupWindow, MemoryBudget: memory, MaxRecordBytes: int(maxRecord)}
@@ -258,10 +270,13 @@ type IngestResult struct {
 	Partitions          []string `json:"partitions"`
 	// RecordsSkipped, KafkaPartitions and KafkaLag are a Kafka run's
 	// only (nil otherwise, and left out).
-	RecordsSkipped    *int64 `json:"records_skipped,omitempty"`
-	KafkaPartitions   any    `json:"kafka_partitions,omitempty"`
-	KafkaLag          any    `json:"kafka_lag,omitempty"`
-	QuarantineVersion int64  `json:"quarantine_version,omitempty"`
+	RecordsSkipped  *int64 `json:"records_skipped,omitempty"`
+	KafkaPartitions any    `json:"kafka_partitions,omitempty"`
+	KafkaLag        any    `json:"kafka_lag,omitempty"`
+	// SchemaWidened counts the table's schema changes for a topic's new
+	// schema versions (a Schema Registry's records).
+	SchemaWidened     int   `json:"schema_widened,omitempty"`
+	QuarantineVersion int64 `json:"quarantine_version,omitempty"`
 	smallFiles
 	Warns   []string `json:"warnings,omitempty"`
 	kafka   bool
@@ -333,7 +348,7 @@ func cmpOr(s string, t time.Time) string {
 
 func (res *IngestResult) fill(r ingest.Result) {
 	res.RecordsIn, res.RowsWritten, res.RecordsQuarantined = r.RecordsIn, r.RowsWritten, r.RecordsQuarantined
-	res.RecordsDeduplicated = r.RecordsDeduplicated
+	res.RecordsDeduplicated, res.SchemaWidened = r.RecordsDeduplicated, r.TableSchemaWidened
 	res.FilesIn, res.FilesFailed, res.FilesWaiting, res.FilesOut = r.FilesIn, r.FilesFailed, r.FilesWaiting, r.FilesOut
 	res.BytesIn, res.Version, res.Partitions = r.BytesIn, r.Version, orEmpty(r.Partitions)
 	res.QuarantineVersion = r.QuarantineVersion

@@ -33,7 +33,7 @@ jobs:
 		"ingest negative max records": {`ingest: {table: events, from: landing, max_records: -5}`,
 			`jobs.j.ingest.max_records: -5: want a whole number >= 1`},
 		"ingest format xml": {`ingest: {table: events, from: landing, format: xml}`,
-			`jobs.j.ingest.format: "xml": want jsonl, csv or parquet`},
+			`jobs.j.ingest.format: "xml": want jsonl, csv, parquet, avro, protobuf or json-sr`},
 		"ingest bad until": {`ingest: {table: events, from: landing, until: tomorrow}`,
 			`jobs.j.ingest.until: "tomorrow": want an RFC 3339 time`},
 		"compact target huge": {`compact: {table: events, target_file_size: huge}`,
