@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/big"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -98,11 +99,32 @@ func newAvroEvent(i int, v int) avroEvent {
 	return e
 }
 
-// wireRecord is a value in the Confluent wire format.
-func wireRecord(t *testing.T, id int, index []int, payload []byte) *kgo.Record {
+// The Go types the producers' sr.Serde encodes, one per schema id.
+type (
+	avroEventV1 avroEvent
+	avroEventV2 avroEvent
+	avroEventV3 avroEvent
+	orderJSON   string // protojson text of an order
+	clickJSON   string
+)
+
+// serdeRecord is v encoded by serde (the Confluent wire format, as
+// franz-go's producers write it) as a record.
+func serdeRecord(t *testing.T, serde *sr.Serde, v any) *kgo.Record {
+	t.Helper()
+	b, err := serde.Encode(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &kgo.Record{Value: b}
+}
+
+// wireRecord is a payload behind a wire header made by hand: the poison
+// records a serde would not make.
+func wireRecord(t *testing.T, id int, payload []byte) *kgo.Record {
 	t.Helper()
 	var h sr.ConfluentHeader
-	b, err := h.AppendEncode(nil, id, index)
+	b, err := h.AppendEncode(nil, id, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +200,9 @@ const clickSchema = `{"$schema":"http://json-schema.org/draft-07/schema#","type"
 
 // TestIngestKafkaSchemaRegistry: Kafka topics of Avro, Protobuf and JSON
 // Schema records in the Confluent wire format, their schemas in a
-// Schema Registry (the test server, its own ids, basic auth). Each table
+// Schema Registry (the test server, its own ids, basic auth), produced
+// through franz-go's sr.Serde with encoders apart from sluice's decoders
+// (hamba/avro's, Protobuf compiled here, JSON text). Each table
 // is made with init --schema-from-registry; ingest fetches each schema
 // id once, widens the Avro table for the topic's v2 and v3 (a new
 // nullable column, int widened to long), and quarantines, with the
@@ -228,24 +252,25 @@ func TestIngestKafkaSchemaRegistry(t *testing.T) {
 	mustSluiceEnv(t, env, "init", avroLoc, "--schema-from-registry", "avro-value", "--schema-registry", reg.URL(), "--partition-by", "day(ts)")
 	ids = append(ids, reg.Register(t, "avro-value", "AVRO", avroV(2)), reg.Register(t, "avro-value", "AVRO", avroV(3)))
 	v4 := reg.Register(t, "avro-careless-value", "AVRO", avroV4)
+	var serde sr.Serde
+	avroFn := func(schema string) sr.EncodingOpt {
+		sc := avro.MustParse(schema)
+		return sr.EncodeFn(func(v any) ([]byte, error) { return avro.Marshal(sc, v) })
+	}
+	serde.Register(ids[0], avroEventV1{}, avroFn(avroV(1)))
+	serde.Register(ids[1], avroEventV2{}, avroFn(avroV(2)))
+	serde.Register(ids[2], avroEventV3{}, avroFn(avroV(3)))
+	serde.Register(v4, map[string]any{}, avroFn(avroV4))
 	var rs []*kgo.Record
 	var want []string
 	for i := range 30 {
 		v := 1 + i/10
 		e := newAvroEvent(i, v)
-		b, err := avro.Marshal(avro.MustParse(avroV(v)), e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rs = append(rs, wireRecord(t, ids[v-1], nil, b))
+		rs = append(rs, serdeRecord(t, &serde, []any{avroEventV1(e), avroEventV2(e), avroEventV3(e)}[v-1]))
 		want = append(want, avroEventRow(e))
 	}
-	bad4, err := avro.Marshal(avro.MustParse(avroV4), map[string]any{"id": int64(99), "name": int64(1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs = append(rs, wireRecord(t, v4, nil, bad4), wireRecord(t, 9999, nil, []byte{2}), &kgo.Record{Value: []byte(`{"id":1}`)},
-		wireRecord(t, ids[0], nil, rs[0].Value[5:12]))
+	rs = append(rs, serdeRecord(t, &serde, map[string]any{"id": int64(99), "name": int64(1)}), wireRecord(t, 9999, []byte{2}),
+		&kgo.Record{Value: []byte(`{"id":1}`)}, &kgo.Record{Value: rs[0].Value[:12]})
 	produce("avro", rs)
 	s := ingestJSON(avroLoc, "avro")
 	if s["records_in"] != 34.0 || s["rows_written"] != 30.0 || s["records_quarantined"] != 4.0 || s["schema_widened"] != 2.0 {
@@ -255,12 +280,17 @@ func TestIngestKafkaSchemaRegistry(t *testing.T) {
 	if got := duckQueryRows(t, fmt.Sprintf(registryQuery, quotedPaths(files))); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("DuckDB reads the Avro table as\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	reasons := strings.Join(duckQueryRows(t, fmt.Sprintf("select reason from read_parquet([%s]) order by reason",
+	reasons := strings.Join(duckQueryRows(t, fmt.Sprintf("select reason || ' @ ' || position from read_parquet([%s]) order by reason",
 		quotedPaths(lines(mustSluice(t, "files", avroLoc+"_quarantine").stdout)))), "\n")
 	for _, w := range []string{fmt.Sprintf("schema id %d: ", v4), "(an incompatible change)", "schema id 9999 is not in the registry",
 		"not in the Confluent wire format", fmt.Sprintf("schema id %d:", ids[0])} {
 		if !strings.Contains(reasons, w) {
 			t.Errorf("the quarantine's reasons do not say %q:\n%s", w, reasons)
+		}
+	}
+	for _, l := range strings.Split(reasons, "\n") {
+		if !regexp.MustCompile(` @ avro/[01]/[0-9]+$`).MatchString(l) {
+			t.Errorf("quarantined record %q: no topic/partition/offset", l)
 		}
 	}
 	if n := reg.Requests(fmt.Sprintf("/schemas/ids/%d", ids[0])); n != 1 && n != 2 {
@@ -273,6 +303,7 @@ func TestIngestKafkaSchemaRegistry(t *testing.T) {
 	// Protobuf: nested messages, repeated fields, a Timestamp, an
 	// optional field; one record of garbage bytes.
 	pid := reg.Register(t, "proto-value", "PROTOBUF", orderProto)
+	serde.Register(pid, orderJSON(""), sr.Index(0), sr.EncodeFn(func(v any) ([]byte, error) { return protoOrder(t, string(v.(orderJSON))), nil }))
 	protoLoc := filepath.Join(dir, "orders")
 	mustSluiceEnv(t, env, "init", protoLoc, "--schema-from-registry", "proto-value", "--schema-registry", reg.URL())
 	rs, want = nil, nil
@@ -283,14 +314,16 @@ func TestIngestKafkaSchemaRegistry(t *testing.T) {
 		}
 		js := fmt.Sprintf(`{"id":%d,"customer":"c-%d","lines":[{"sku":"s1","qty":%d,"price":1.5},{"sku":"s2","qty":2,"price":%d.25}],"placed":"2024-03-0%dT10:00:00.000001Z"%s}`,
 			i, i, i, i, 1+i, coupon)
-		rs = append(rs, wireRecord(t, pid, []int{0}, protoOrder(t, js)))
+		rs = append(rs, serdeRecord(t, &serde, orderJSON(js)))
 		c := "NULL"
 		if coupon != "" {
 			c = fmt.Sprintf("C%d", i)
 		}
 		want = append(want, fmt.Sprintf("%d\tc-%d\t2\t%d\t%d.25\t2024-03-0%dT10:00:00.000001Z\t%s", i, i, i, i, 1+i, c))
 	}
-	rs = append(rs, wireRecord(t, pid, []int{0}, []byte{0xff, 0xff, 0xff}))
+	poison := serdeRecord(t, &serde, orderJSON(`{"id":1}`))
+	poison.Value = append(poison.Value[:6], 0xff, 0xff, 0xff) // the header, its index, then no message
+	rs = append(rs, poison)
 	produce("proto", rs)
 	s = ingestJSON(protoLoc, "proto", "--format", "protobuf")
 	if s["rows_written"] != 6.0 || s["records_quarantined"] != 1.0 {
@@ -304,14 +337,15 @@ func TestIngestKafkaSchemaRegistry(t *testing.T) {
 
 	// JSON Schema: a payload the schema refuses goes to quarantine.
 	jid := reg.Register(t, "json-value", "JSON", clickSchema)
+	serde.Register(jid, clickJSON(""), sr.EncodeFn(func(v any) ([]byte, error) { return []byte(v.(clickJSON)), nil }))
 	jsonLoc := filepath.Join(dir, "clicks")
 	mustSluiceEnv(t, env, "init", jsonLoc, "--schema-from-registry", "json-value", "--schema-registry", reg.URL())
 	rs, want = nil, nil
 	for i := range 5 {
-		rs = append(rs, wireRecord(t, jid, nil, fmt.Appendf(nil, `{"id":%d,"page":"/p/%d","at":"2024-03-01T10:00:0%dZ","tags":["x"],"who":{"user":"u%d"}}`, i, i, i, i)))
+		rs = append(rs, serdeRecord(t, &serde, clickJSON(fmt.Sprintf(`{"id":%d,"page":"/p/%d","at":"2024-03-01T10:00:0%dZ","tags":["x"],"who":{"user":"u%d"}}`, i, i, i, i))))
 		want = append(want, fmt.Sprintf("%d\t/p/%d\tx\tu%d\tNULL", i, i, i))
 	}
-	rs = append(rs, wireRecord(t, jid, nil, []byte(`{"id":"seven","page":"/","at":"2024-03-01T10:00:00Z"}`)))
+	rs = append(rs, serdeRecord(t, &serde, clickJSON(`{"id":"seven","page":"/","at":"2024-03-01T10:00:00Z"}`)))
 	produce("json", rs)
 	s = ingestJSON(jsonLoc, "json", "--format", "json-sr")
 	if s["rows_written"] != 5.0 || s["records_quarantined"] != 1.0 {
