@@ -70,6 +70,9 @@ type regSchema struct {
 	// widen converts a value to its table column's type, by table column;
 	// nil where none is needed.
 	widen []func(any) any
+	// fields, for a schema that decodes into a slice (wire.FieldDecoder),
+	// is the index in it of each table column's value, -1 for none.
+	fields []int
 }
 
 // newRegistry makes the client of the registry at url, its credentials
@@ -140,13 +143,28 @@ func (r *registry) decode(ctx context.Context, value []byte) (regRecord, error) 
 	if s.grow != nil {
 		return regRecord{grow: s.grow}, nil
 	}
-	vals, err := s.ws.Decode(rest)
+	var (
+		vals   map[string]any
+		fields []any
+	)
+	if fd, ok := s.ws.(wire.FieldDecoder); ok && s.fields != nil {
+		fields, err = fd.DecodeFields(rest)
+	} else {
+		vals, err = s.ws.Decode(rest)
+	}
 	if err != nil {
 		return regRecord{why: badRecord("schema id %d: %s", id, strings.TrimPrefix(err.Error(), wire.ErrBadRecord.Error()+": "))}, nil
 	}
 	row := make([]any, len(r.table.Columns))
 	for i, c := range r.table.Columns {
-		v := vals[c.Name]
+		var v any
+		if fields != nil {
+			if j := s.fields[i]; j >= 0 {
+				v = fields[j]
+			}
+		} else {
+			v = vals[c.Name]
+		}
 		if v == nil {
 			if !c.Nullable {
 				return regRecord{why: badRecord("schema id %d: column %q is null, and the table's is not nullable", id, c.Name)}, nil
@@ -237,9 +255,11 @@ func (r *registry) fit(id int, s *regSchema) {
 	rec := pqio.Schema{Columns: s.ws.Columns()}
 	if err := pqio.CheckCompatible(r.table, rec, "schema id "+strconv.Itoa(id)); err == nil {
 		s.widen = make([]func(any) any, len(r.table.Columns))
+		s.fields = make([]int, len(r.table.Columns))
 		for i, c := range r.table.Columns {
-			if rc, ok := rec.Column(c.Name); ok {
-				s.widen[i] = pqio.Widen(rc.Type, c.Type)
+			s.fields[i] = slices.IndexFunc(rec.Columns, func(rc pqio.Column) bool { return rc.Name == c.Name })
+			if j := s.fields[i]; j >= 0 {
+				s.widen[i] = pqio.Widen(rec.Columns[j].Type, c.Type)
 			}
 		}
 		return

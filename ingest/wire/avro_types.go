@@ -77,6 +77,8 @@ type avroNode struct {
 	pow     *big.Int   // decimal: 10^scale
 	fields  []avroSlot // record: its fields, in order
 	elem    *avroSlot  // array: its items; map: its values
+	millis  bool       // timestamp: in milliseconds (else microseconds)
+	names   []string   // enum: its symbols
 }
 
 // avroSlot is a place holding a value: a record's field, an array's item,
@@ -195,7 +197,7 @@ func (m *avroMapper) node(path string, s avro.Schema) (*avroNode, pqio.Type, avr
 		if err != nil {
 			return nil, pqio.Type{}, nil, avroUnsupported(path, "%s", avroOneLine(err.Error()))
 		}
-		return &avroNode{op: avroEnumOp, symbols: len(x.Symbols())}, pqio.Type{Kind: pqio.KindString}, dec, nil
+		return &avroNode{op: avroEnumOp, symbols: len(x.Symbols()), names: x.Symbols()}, pqio.Type{Kind: pqio.KindString}, dec, nil
 	case *avro.RecordSchema:
 		return m.record(path, x)
 	case *avro.ArraySchema:
@@ -281,7 +283,7 @@ func avroPrimitive(path string, x *avro.PrimitiveSchema) (*avroNode, pqio.Type, 
 	case avro.Long:
 		switch lt {
 		case avro.TimestampMillis, avro.TimestampMicros:
-			return &avroNode{op: avroTimestampOp}, pqio.Type{Kind: pqio.KindTimestamp}, x, nil
+			return &avroNode{op: avroTimestampOp, millis: lt == avro.TimestampMillis}, pqio.Type{Kind: pqio.KindTimestamp}, x, nil
 		case avro.LocalTimestampMillis:
 			// A local timestamp has no time zone: its wall clock is taken as UTC.
 			return &avroNode{op: avroLocalMillisOp}, pqio.Type{Kind: pqio.KindTimestamp}, plain, nil

@@ -64,3 +64,12 @@ func Parse(f Format, text string, refs []Reference, indexes []int) (Schema, erro
 	}
 	return nil, fmt.Errorf("%w: format %q (want avro, protobuf or json-sr)", ErrUnsupported, f)
 }
+
+// FieldDecoder is a Schema that also decodes a payload into its
+// top-level values as a slice, in the order of Columns: no map per
+// record. The Avro schemas are one.
+type FieldDecoder interface {
+	Schema
+	// DecodeFields is Decode's values in Columns' order (nil for null).
+	DecodeFields(payload []byte) ([]any, error)
+}
