@@ -68,6 +68,8 @@ func main() {
 		err = produceCmd(ctx, args)
 	case "consume":
 		err = consumeCmd(ctx, args)
+	case "registry":
+		err = registryCmd(ctx, args)
 	default:
 		usage()
 	}
@@ -79,8 +81,9 @@ func main() {
 
 func usage() {
 	fmt.Fprintln(os.Stderr, `usage: kafkabench broker ADDRFILE
-       kafkabench produce [-partitions N] [-compression lz4|none|snappy|zstd] ADDR TOPIC DIR
-       kafkabench consume ADDR TOPIC`)
+       kafkabench registry URLFILE
+       kafkabench produce [-partitions N] [-compression lz4|none|snappy|zstd] [-avro REGISTRY] ADDR TOPIC DIR
+       kafkabench consume [-avro REGISTRY] ADDR TOPIC`)
 	os.Exit(2)
 }
 
@@ -142,6 +145,7 @@ func produceCmd(ctx context.Context, args []string) error {
 	fl := flag.NewFlagSet("produce", flag.ExitOnError)
 	partitions := fl.Int("partitions", 12, "partitions of the topic it creates")
 	compression := fl.String("compression", "lz4", "batch compression: lz4, none, snappy or zstd")
+	registry := fl.String("avro", "", "registry URL: produce each line as an Avro record of avroEventSchema in the Confluent wire format")
 	_ = fl.Parse(args)
 	if fl.NArg() != 3 || *partitions < 1 {
 		usage()
@@ -198,8 +202,14 @@ func produceCmd(ctx context.Context, args []string) error {
 		records.Add(1)
 		bytes.Add(int64(len(r.Value)))
 	}
+	encode := func(line []byte) ([]byte, error) { return append([]byte(nil), line...), nil }
+	if *registry != "" {
+		if encode, err = avroEncoder(ctx, *registry, topic+"-value"); err != nil {
+			return fmt.Errorf("produce: %w", err)
+		}
+	}
 	for _, f := range files {
-		if err := produceFile(ctx, cl, f, done); err != nil {
+		if err := produceFile(ctx, cl, f, encode, done); err != nil {
 			return err
 		}
 	}
@@ -214,8 +224,8 @@ func produceCmd(ctx context.Context, args []string) error {
 	return printSummary(summary{Records: records.Load(), Bytes: bytes.Load(), Seconds: time.Since(start).Seconds()})
 }
 
-// produceFile produces each line of path as one record.
-func produceFile(ctx context.Context, cl *kgo.Client, path string, done func(*kgo.Record, error)) error {
+// produceFile produces each line of path, encoded, as one record.
+func produceFile(ctx context.Context, cl *kgo.Client, path string, encode func([]byte) ([]byte, error), done func(*kgo.Record, error)) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("produce: %w", err)
@@ -230,7 +240,11 @@ func produceFile(ctx context.Context, cl *kgo.Client, path string, done func(*kg
 		}
 		// Produce holds the value until the batch is written, and the
 		// scanner reuses its buffer: each record gets its own copy.
-		cl.Produce(ctx, &kgo.Record{Value: append([]byte(nil), line...)}, done)
+		v, err := encode(line)
+		if err != nil {
+			return fmt.Errorf("produce %s: %w", path, err)
+		}
+		cl.Produce(ctx, &kgo.Record{Value: v}, done)
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("produce %s: %w", path, err)
 		}
@@ -243,10 +257,17 @@ func produceFile(ctx context.Context, cl *kgo.Client, path string, done func(*kg
 
 // consumeCmd is the floor: the bare consume loop over a whole topic.
 func consumeCmd(ctx context.Context, args []string) error {
-	if len(args) != 2 {
+	fl := flag.NewFlagSet("consume", flag.ExitOnError)
+	registry := fl.String("avro", "", "registry URL: decode each record's Avro payload by its schema id, as a bare decode loop would")
+	_ = fl.Parse(args)
+	if fl.NArg() != 2 {
 		usage()
 	}
-	addr, topic := args[0], args[1]
+	addr, topic := fl.Arg(0), fl.Arg(1)
+	var decode func([]byte) error
+	if *registry != "" {
+		decode = avroDecoder(ctx, *registry)
+	}
 	brokers := strings.Split(addr, ",")
 	start := time.Now()
 
@@ -281,7 +302,7 @@ func consumeCmd(ctx context.Context, args []string) error {
 	})
 	var s summary
 	if len(assign) > 0 {
-		if s, err = consumeRange(ctx, brokers, topic, assign, end); err != nil {
+		if s, err = consumeRange(ctx, brokers, topic, assign, end, decode); err != nil {
 			return err
 		}
 	}
@@ -290,7 +311,7 @@ func consumeCmd(ctx context.Context, args []string) error {
 }
 
 // consumeRange reads each assigned partition up to its end offset.
-func consumeRange(ctx context.Context, brokers []string, topic string, assign map[int32]kgo.Offset, end map[int32]int64) (summary, error) {
+func consumeRange(ctx context.Context, brokers []string, topic string, assign map[int32]kgo.Offset, end map[int32]int64, decode func([]byte) error) (summary, error) {
 	var s summary
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: assign}),
@@ -321,6 +342,9 @@ func consumeRange(ctx context.Context, brokers []string, topic string, assign ma
 			return s, ferr
 		}
 		fs.EachPartition(func(fp kgo.FetchTopicPartition) {
+			if ferr != nil {
+				return
+			}
 			e, ok := end[fp.Partition]
 			if !ok {
 				return
@@ -328,6 +352,9 @@ func consumeRange(ctx context.Context, brokers []string, topic string, assign ma
 			for _, r := range fp.Records {
 				if r.Offset >= e {
 					break
+				}
+				if decode != nil && ferr == nil {
+					ferr = decode(r.Value)
 				}
 				s.Records++
 				s.Bytes += int64(len(r.Value))
@@ -337,6 +364,9 @@ func consumeRange(ctx context.Context, brokers []string, topic string, assign ma
 				cl.PauseFetchPartitions(map[string][]int32{topic: {fp.Partition}})
 			}
 		})
+		if ferr != nil {
+			return s, fmt.Errorf("consume %s: %w", topic, ferr)
+		}
 	}
 	return s, nil
 }
