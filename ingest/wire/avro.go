@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"slices"
 	"strconv"
 	"unicode/utf8"
@@ -14,11 +13,11 @@ import (
 	"github.com/sluice-data/sluice/internal/pqio"
 )
 
-// avroAPI is the library configuration every payload is decoded with. It
-// does not cap byte and string lengths (the library's default cap is 1
-// MiB): avroScanPayload has checked each against the payload's length
-// first. It is not the library's DefaultConfig, so nothing else registers
-// types with it, and its union decoding stays as avroSlot.value expects.
+// avroAPI is the configuration of the library's reader every payload is
+// read with. It does not cap byte and string lengths (the library's
+// default cap is 1 MiB): the walk checks each against the payload's
+// length first. It is not the library's DefaultConfig, so nothing else
+// registers types with it.
 var avroAPI = avro.Config{MaxByteSliceSize: -1}.Freeze()
 
 // avroSchema is a parsed Avro schema: its columns, the converter tree of
@@ -82,13 +81,15 @@ func avroQuote(s string) string {
 	return strconv.Quote(s)
 }
 
-// --- the bounds walk --------------------------------------------------------
+// --- the walk ------------------------------------------------------------------
 
-// avroScan walks a payload's encoding with the library's reader without
-// building values. The library's decoder trusts an array's block count:
-// it grows the slice to it before reading an item, so a count of 2^62
-// asks for exabytes, and a count of -2^63 (or counts whose sum overflows)
-// makes it write outside the slice and crash the process. Every item
+// avroScan walks a payload's encoding with the library's reader, building
+// its values as it goes (avro_direct.go). Every length and count is
+// checked before anything is allocated for it: the library's own decoder
+// trusts an array's block count and grows the slice to it before reading
+// an item, so a count of 2^62 asks for exabytes, and a count of -2^63 (or
+// counts whose sum overflows) makes it write outside the slice and crash
+// the process. Every item
 // takes at least one byte (Parse refuses the types that take none), so a
 // count, like a length, larger than the payload is a bad record, and so
 // is a payload the walk does not end exactly at.
@@ -99,15 +100,6 @@ type avroScan struct {
 	// at is the path of the innermost field being read when the reader
 	// failed.
 	at string
-}
-
-// avroScanPayload walks the record at the start of a payload of n bytes
-// (reset into r) and returns an ErrBadRecord for one that is truncated,
-// malformed, or followed by more bytes.
-func avroScanPayload(r *avro.Reader, root *avroNode, n int) error {
-	sc := &avroScan{r: r, n: int64(n)}
-	sc.node(root, "")
-	return sc.finish()
 }
 
 // finish returns the walk's first problem, or an error for a payload
@@ -136,113 +128,3 @@ func (sc *avroScan) finish() error {
 
 // stopped tells whether the walk has failed.
 func (sc *avroScan) stopped() bool { return sc.err != nil || sc.r.Error != nil }
-
-// slot walks the value of sl: its union branch index, then the value.
-func (sc *avroScan) slot(sl *avroSlot) {
-	defer func() {
-		if sc.r.Error != nil && sc.at == "" {
-			sc.at = sl.path
-		}
-	}()
-	if sl.union > 0 {
-		i := sc.r.ReadInt()
-		if sc.stopped() {
-			return
-		}
-		if i < 0 || int(i) >= sl.union {
-			sc.err = avroBadValue(sl.path, "union branch %d does not exist (the union has %d)", i, sl.union)
-			return
-		}
-		if int(i) == sl.null {
-			return
-		}
-	}
-	sc.node(sl.node, sl.path)
-}
-
-// node walks one value of n.
-func (sc *avroScan) node(n *avroNode, path string) {
-	r := sc.r
-	switch n.op {
-	case avroBoolOp:
-		r.ReadBool()
-	case avroIntOp, avroDateOp, avroTimeMillisOp:
-		r.ReadInt()
-	case avroEnumOp:
-		if i := r.ReadInt(); r.Error == nil && (i < 0 || int(i) >= n.symbols) {
-			sc.err = avroBadValue(path, "enum symbol %d does not exist (the enum has %d)", i, n.symbols)
-		}
-	case avroLongOp, avroTimestampOp, avroLocalMillisOp, avroLocalMicrosOp, avroTimeMicrosOp:
-		r.ReadLong()
-	case avroFloatOp:
-		r.SkipNBytes(4)
-	case avroDoubleOp:
-		r.SkipNBytes(8)
-	case avroStringOp, avroUUIDOp, avroBytesOp:
-		sc.length(path, "")
-	case avroFixedOp:
-		r.SkipNBytes(n.size)
-	case avroDecimalOp:
-		if n.size > 0 {
-			r.SkipNBytes(n.size)
-		} else {
-			sc.length(path, "")
-		}
-	case avroRecordOp:
-		for i := range n.fields {
-			if sc.slot(&n.fields[i]); sc.stopped() {
-				return
-			}
-		}
-	case avroArrayOp, avroMapOp:
-		sc.blocks(n, path)
-	}
-}
-
-// length walks a string's or bytes' length and its bytes, of the field
-// at path+suffix.
-func (sc *avroScan) length(path, suffix string) {
-	l := sc.r.ReadLong()
-	if sc.stopped() {
-		return
-	}
-	if l < 0 || l > sc.n {
-		sc.err = avroBadValue(path+suffix, "a length of %d bytes in a %d-byte payload", l, sc.n)
-		return
-	}
-	sc.r.SkipNBytes(int(l))
-}
-
-// blocks walks an array's or a map's blocks: a count (negative when a
-// byte size follows it), that many items, until a count of 0.
-func (sc *avroScan) blocks(n *avroNode, path string) {
-	for {
-		count := sc.r.ReadLong()
-		if sc.stopped() || count == 0 {
-			return
-		}
-		if count < 0 {
-			size := sc.r.ReadLong()
-			if sc.stopped() {
-				return
-			}
-			if count == math.MinInt64 || size < 0 || size > sc.n {
-				sc.err = avroBadValue(path, "a block of %d items and %d bytes in a %d-byte payload", count, size, sc.n)
-				return
-			}
-			count = -count
-		}
-		if count > sc.n {
-			sc.err = avroBadValue(path, "a block of %d items in a %d-byte payload", count, sc.n)
-			return
-		}
-		for range count {
-			if n.op == avroMapOp {
-				sc.length(path, ".key")
-			}
-			if sc.slot(n.elem); sc.stopped() {
-				return
-			}
-		}
-	}
-}

@@ -18,7 +18,10 @@ import (
 
 // The library's decoding, kept as the reference the direct decoder
 // (avro_direct.go) is checked against: hamba/avro decodes a payload into
-// generic Go values, which are converted here into pqio's.
+// generic Go values, which are converted here into pqio's, after a walk
+// of the payload that checks every length and count first (the library
+// trusts an array's block count, and a count of -2^63 faults the
+// process).
 
 // avroRead decodes one value of schema s with the library, into the
 // generic Go values it gives for an `any`.
@@ -331,5 +334,104 @@ func TestAvroDirectMatchesLibrary(t *testing.T) {
 	}
 	if decoded < 100 {
 		t.Fatalf("only %d payloads decoded: the comparison saw too few values", decoded)
+	}
+}
+
+// avroScanPayload walks the record at the start of a payload of n bytes
+// (reset into r) and returns an ErrBadRecord for one that is truncated,
+// malformed, or followed by more bytes.
+func avroScanPayload(r *avro.Reader, root *avroNode, n int) error {
+	sc := &avroScan{r: r, n: int64(n)}
+	sc.node(root, "")
+	return sc.finish()
+}
+
+// slot walks the value of sl: its union branch index, then the value.
+func (sc *avroScan) slot(sl *avroSlot) {
+	defer func() {
+		if sc.r.Error != nil && sc.at == "" {
+			sc.at = sl.path
+		}
+	}()
+	if sl.union > 0 {
+		i := sc.r.ReadInt()
+		if sc.stopped() {
+			return
+		}
+		if i < 0 || int(i) >= sl.union {
+			sc.err = avroBadValue(sl.path, "union branch %d does not exist (the union has %d)", i, sl.union)
+			return
+		}
+		if int(i) == sl.null {
+			return
+		}
+	}
+	sc.node(sl.node, sl.path)
+}
+
+// node walks one value of n.
+func (sc *avroScan) node(n *avroNode, path string) {
+	r := sc.r
+	switch n.op {
+	case avroBoolOp:
+		r.ReadBool()
+	case avroIntOp, avroDateOp, avroTimeMillisOp:
+		r.ReadInt()
+	case avroEnumOp:
+		if i := r.ReadInt(); r.Error == nil && (i < 0 || int(i) >= n.symbols) {
+			sc.err = avroBadValue(path, "enum symbol %d does not exist (the enum has %d)", i, n.symbols)
+		}
+	case avroLongOp, avroTimestampOp, avroLocalMillisOp, avroLocalMicrosOp, avroTimeMicrosOp:
+		r.ReadLong()
+	case avroFloatOp:
+		r.SkipNBytes(4)
+	case avroDoubleOp:
+		r.SkipNBytes(8)
+	case avroStringOp, avroUUIDOp, avroBytesOp:
+		sc.length(path, "")
+	case avroFixedOp:
+		r.SkipNBytes(n.size)
+	case avroDecimalOp:
+		if n.size > 0 {
+			r.SkipNBytes(n.size)
+		} else {
+			sc.length(path, "")
+		}
+	case avroRecordOp:
+		for i := range n.fields {
+			if sc.slot(&n.fields[i]); sc.stopped() {
+				return
+			}
+		}
+	case avroArrayOp, avroMapOp:
+		sc.blocks(n, path)
+	}
+}
+
+// length walks a string's or bytes' length and its bytes, of the field
+// at path+suffix.
+func (sc *avroScan) length(path, suffix string) {
+	l := sc.r.ReadLong()
+	if sc.stopped() {
+		return
+	}
+	if l < 0 || l > sc.n {
+		sc.err = avroBadValue(path+suffix, "a length of %d bytes in a %d-byte payload", l, sc.n)
+		return
+	}
+	sc.r.SkipNBytes(int(l))
+}
+
+// blocks walks an array's or a map's blocks.
+func (sc *avroScan) blocks(n *avroNode, path string) {
+	for count := sc.blockCount(path); count > 0; count = sc.blockCount(path) {
+		for range count {
+			if n.op == avroMapOp {
+				sc.length(path, ".key")
+			}
+			if sc.slot(n.elem); sc.stopped() {
+				return
+			}
+		}
 	}
 }
