@@ -207,7 +207,7 @@ func runKafkaOnce(ctx context.Context, t *catalog.Table, source string, o Option
 		tableParts: map[string]bool{}, covered: map[int32]bool{},
 		codecs: pqio.NewCodecs(), qCodecs: pqio.NewCodecs(), dedup: dd.forRecords()}
 	if o.SchemaRegistry != "" {
-		if kr.reg, err = newRegistry(o.SchemaRegistry, m.Schema, wire.Format(o.Format), nil); err != nil {
+		if kr.reg, err = newRegistry(o.SchemaRegistry, m.Schema, wire.Format(o.Format)); err != nil {
 			return res, fmt.Errorf("ingest %s: %w", ks, err)
 		}
 	}

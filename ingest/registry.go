@@ -77,11 +77,8 @@ type regSchema struct {
 
 // newRegistry makes the client of the registry at url, its credentials
 // from the environment.
-func newRegistry(url string, table catalog.Schema, want wire.Format, hc *http.Client) (*registry, error) {
+func newRegistry(url string, table catalog.Schema, want wire.Format) (*registry, error) {
 	opts := []sr.ClientOpt{sr.URLs(url), sr.UserAgent("sluice")}
-	if hc != nil {
-		opts = append(opts, sr.HTTPClient(hc))
-	}
 	user, pass, token := os.Getenv(EnvRegistryUser), os.Getenv(EnvRegistryPassword), os.Getenv(EnvRegistryToken)
 	switch {
 	case token != "" && (user != "" || pass != ""):
@@ -223,7 +220,10 @@ func notFound(err error) bool {
 // schema parses schema id (with its message indexes), once, and works
 // out how its records go into the table.
 func (r *registry) schema(ctx context.Context, id int, indexes []int, text sr.Schema) (*regSchema, error) {
-	k := regKey{id: id, indexes: fmt.Sprint(indexes)}
+	k := regKey{id: id}
+	if len(indexes) > 0 { // Protobuf's; nil for the other formats, with no key to build per record
+		k.indexes = fmt.Sprint(indexes)
+	}
 	r.mu.Lock()
 	s, ok := r.schemas[k]
 	r.mu.Unlock()
@@ -332,7 +332,7 @@ func SchemaFromRegistry(ctx context.Context, url, subject string) (catalog.Schem
 	if err := checkRegistryURL(url); err != nil {
 		return catalog.Schema{}, err
 	}
-	r, err := newRegistry(url, catalog.Schema{}, "", nil)
+	r, err := newRegistry(url, catalog.Schema{}, "")
 	if err != nil {
 		return catalog.Schema{}, err
 	}
