@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,30 +13,12 @@ import (
 	"github.com/sluice-data/sluice/internal/icebergtest"
 )
 
-// parquetUnder lists the Parquet files under the folder of a file://
-// location.
-func parquetUnder(t *testing.T, loc string) map[string]bool {
-	t.Helper()
-	out := map[string]bool{}
-	root := strings.TrimPrefix(loc, "file://")
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".parquet") {
-			out["file://"+p] = true
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 func TestVacuumOfAnIcebergTable(t *testing.T) {
 	tb := icebergtest.Write(t, icebergtest.Options{Dir: t.TempDir(), Appends: 10, RowsPerAppend: 200, Concurrent: 3, Seed: 11})
 	mustSluice(t, "compact", tb.URL(), "--min-input-files", "2", "-q")
 	snaps := icebergtest.SnapshotRows(t, tb.MetadataLocation(t))
 	want := snaps[len(snaps)-1]
-	filesBefore := parquetUnder(t, tb.Location)
+	filesBefore := parquetAt(t, tb.Location)
 
 	// Everything was written just now: a day's retention expires no
 	// snapshot and deletes no file.
@@ -77,7 +58,7 @@ func TestVacuumOfAnIcebergTable(t *testing.T) {
 	if got := len(dry["log_deleted"].([]any)); got != len(snaps)-1 {
 		t.Errorf("the dry run expires %d snapshots, want all but the newest of %d", got, len(snaps))
 	}
-	if got := parquetUnder(t, tb.Location); len(got) != len(filesBefore) || len(icebergtest.SnapshotRows(t, tb.MetadataLocation(t))) != len(snaps) {
+	if got := parquetAt(t, tb.Location); len(got) != len(filesBefore) || len(icebergtest.SnapshotRows(t, tb.MetadataLocation(t))) != len(snaps) {
 		t.Fatal("the dry run changed the table")
 	}
 
@@ -86,7 +67,7 @@ func TestVacuumOfAnIcebergTable(t *testing.T) {
 	if len(after) != 1 || after[0].ID != want.ID || after[0].Rows != want.Rows || after[0].Checksum != want.Checksum {
 		t.Fatalf("after the vacuum the table has snapshots %+v; want the newest alone, %+v", after, want)
 	}
-	left := parquetUnder(t, tb.Location)
+	left := parquetAt(t, tb.Location)
 	for p := range live {
 		if !left[p] {
 			t.Errorf("the vacuum deleted %s, a live file", p)
@@ -109,9 +90,9 @@ func TestVacuumRefusesAnIcebergTableWithoutGC(t *testing.T) {
 	if _, err := tx.Commit(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	before := parquetUnder(t, tb.Location)
+	before := parquetAt(t, tb.Location)
 	failsWithOneLine(t, sluice(t, nil, "vacuum", tb.URL(), "--retain", "0h", "--force"), "gc.enabled is false")
-	if got := parquetUnder(t, tb.Location); len(got) != len(before) {
+	if got := parquetAt(t, tb.Location); len(got) != len(before) {
 		t.Errorf("%d files before, %d after a refused vacuum", len(before), len(got))
 	}
 }

@@ -23,8 +23,9 @@ func s3Props(t *testing.T) map[string]string {
 	}
 }
 
-// parquetOnS3 lists the Parquet objects under an s3:// location.
-func parquetOnS3(t *testing.T, loc string) map[string]bool {
+// parquetAt lists the Parquet files under a location of any store
+// (file://, s3://), as location/key.
+func parquetAt(t *testing.T, loc string) map[string]bool {
 	t.Helper()
 	ctx := context.Background()
 	st, err := cloud.Open(ctx, loc)
@@ -86,7 +87,7 @@ func TestCompactAndVacuumAnIcebergTableOnS3(t *testing.T) {
 			t.Errorf("live file %s is not under the table's data folder on S3", p)
 		}
 	}
-	if n := len(parquetOnS3(t, tb.Location)); n <= len(live) {
+	if n := len(parquetAt(t, tb.Location)); n <= len(live) {
 		t.Fatalf("%d Parquet objects for %d live files before the vacuum: nothing to clean", n, len(live))
 	}
 
@@ -96,7 +97,7 @@ func TestCompactAndVacuumAnIcebergTableOnS3(t *testing.T) {
 	if v["files_deleted"].(float64) == 0 {
 		t.Errorf("the vacuum deleted nothing: %v", v)
 	}
-	left := parquetOnS3(t, tb.Location)
+	left := parquetAt(t, tb.Location)
 	for p := range live {
 		if !left[p] {
 			t.Errorf("the vacuum deleted %s, a live file", p)
