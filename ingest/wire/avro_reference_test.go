@@ -3,7 +3,6 @@ package wire
 import (
 	"math"
 	"math/big"
-	"math/rand"
 	"reflect"
 	"sort"
 	"strings"
@@ -300,24 +299,7 @@ func TestAvroDirectMatchesLibrary(t *testing.T) {
 	for _, in := range []map[string]any{full, nulls} {
 		payloads = append(payloads, avroEncode(t, avroTestOrder, avroTestRefs, in))
 	}
-	rng := rand.New(rand.NewSource(7))
-	good := payloads[0]
-	for i := range 5000 {
-		var b []byte
-		switch i % 3 {
-		case 0:
-			b = make([]byte, rng.Intn(120))
-			rng.Read(b)
-		case 1:
-			b = append([]byte{}, good[:rng.Intn(len(good))]...)
-		default:
-			b = append([]byte{}, payloads[i%2]...)
-			for range 1 + rng.Intn(3) {
-				b[rng.Intn(len(b))] = byte(rng.Intn(256))
-			}
-		}
-		payloads = append(payloads, b)
-	}
+	payloads = append(payloads, avroCorrupted(7, 5000, 120, 3, payloads...)...)
 	decoded := 0
 	for _, b := range payloads {
 		got, gotErr := s.Decode(b)

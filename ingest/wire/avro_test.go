@@ -425,27 +425,38 @@ func TestAvroBadRecord(t *testing.T) {
 	}
 }
 
+// avroCorrupted is n payloads of garbage made from goods, in turn: random
+// bytes (up to maxLen), a cut of the first good payload, and a good one
+// with up to maxFlips bytes flipped.
+func avroCorrupted(seed int64, n, maxLen, maxFlips int, goods ...[]byte) [][]byte {
+	rng := rand.New(rand.NewSource(seed))
+	out := make([][]byte, 0, n)
+	for i := range n {
+		var b []byte
+		switch i % 3 {
+		case 0:
+			b = make([]byte, rng.Intn(maxLen))
+			rng.Read(b)
+		case 1:
+			b = append([]byte{}, goods[0][:rng.Intn(len(goods[0]))]...)
+		default:
+			b = append([]byte{}, goods[i%len(goods)]...)
+			for range 1 + rng.Intn(maxFlips) {
+				b[rng.Intn(len(b))] = byte(rng.Intn(256))
+			}
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
 // TestAvroGarbage decodes random bytes and random cuts and flips of a
 // good payload: each decodes or is a bad record, none panics.
 func TestAvroGarbage(t *testing.T) {
 	s := avroParse(t, avroTestOrder, avroTestRefs)
 	in, _ := avroTestFull()
 	good := avroEncode(t, avroTestOrder, avroTestRefs, in)
-	rng := rand.New(rand.NewSource(1))
-	for i := range 3000 {
-		var b []byte
-		switch i % 3 {
-		case 0:
-			b = make([]byte, rng.Intn(200))
-			rng.Read(b)
-		case 1:
-			b = append([]byte{}, good[:rng.Intn(len(good))]...)
-		default:
-			b = append([]byte{}, good...)
-			for range 1 + rng.Intn(4) {
-				b[rng.Intn(len(b))] = byte(rng.Intn(256))
-			}
-		}
+	for _, b := range avroCorrupted(1, 3000, 200, 4, good) {
 		if _, err := s.Decode(b); err != nil && !errors.Is(err, ErrBadRecord) {
 			t.Fatalf("payload %x: %v is not an ErrBadRecord", b, err)
 		} else if err != nil && strings.Contains(err.Error(), "\n") {
