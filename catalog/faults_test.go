@@ -158,14 +158,18 @@ func TestCommitsThroughFaultyTransport(t *testing.T) {
 	}
 	tbl := catalog.NewTable(loc, st, catalog.Options{})
 	defer tbl.Close()
-	const appends = 10
-	for i := range appends {
-		id := fmt.Sprintf("run-%02d", i)
-		if errs := appendUntilDone(t, tbl, clean, id, eventRows(day, i*10, 10)); len(errs) > 0 {
+	// File names are random, so which writes a seed faults differs from
+	// run to run: append until at least two writes lost their answer
+	// (at least ten appends, at most sixty), rather than hoping ten do.
+	appends := 0
+	for appends < 10 || (in.Counts()[faults.TimeoutAfter] < 2 && appends < 60) {
+		id := fmt.Sprintf("run-%02d", appends)
+		if errs := appendUntilDone(t, tbl, clean, id, eventRows(day, appends*10, 10)); len(errs) > 0 {
 			t.Errorf("append %s failed first: %v", id, errs[0])
 		}
+		appends++
 	}
-	t.Logf("faults: %s", in)
+	t.Logf("faults: %s after %d appends", in, appends)
 	if in.Counts()[faults.TimeoutAfter] == 0 {
 		t.Errorf("faults %s: no write lost its answer", in)
 	}
@@ -174,7 +178,7 @@ func TestCommitsThroughFaultyTransport(t *testing.T) {
 			t.Errorf("%s committed versions %v; want one", id, vs)
 		}
 	}
-	if m, err := clean.Latest(ctx); err != nil || m.Rows != appends*10 {
+	if m, err := clean.Latest(ctx); err != nil || m.Rows != int64(appends)*10 {
 		t.Errorf("latest: %v rows, %v; want %d", m.Rows, err, appends*10)
 	}
 }
