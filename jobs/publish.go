@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/sluice-data/sluice/cloud"
+	"github.com/sluice-data/sluice/inspect"
 
 	"github.com/sluice-data/sluice/warehouse"
 )
@@ -107,6 +108,13 @@ func (o *Publish) Run(ctx context.Context, env Env) (Result, error) {
 	res.LockWaitSeconds, res.SwapAttempts, res.seconds = r.LockWait.Seconds(), r.Attempts, r.Seconds
 	if err != nil {
 		return &res, classify(fmt.Errorf("publish %s as %s: %w", o.Table, o.As, err))
+	}
+	if !r.Unchanged {
+		// The note describe reads: best effort, as the publish is done.
+		note := inspect.Publish{Target: r.Target, Warehouse: o.To, Version: r.Version, Rows: r.Rows, At: time.Now().UTC(), Run: env.RunID}
+		if err := inspect.RecordPublish(ctx, t.Store(), note); err != nil {
+			env.logger().Warn("the publish is done, but its note for describe was not written", "table", cloud.Redact(o.Table), "err", err)
+		}
 	}
 	return &res, nil
 }

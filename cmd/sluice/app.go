@@ -100,7 +100,7 @@ was done before it.`,
 		return usageError{cmd: cmd.Name(), err: err}
 	})
 	root.AddCommand(a.initCommand(), a.importCommand(), a.filesCommand(), a.historyCommand(),
-		a.rollbackCommand(), a.vacuumCommand(), a.compactCommand(), a.ingestCommand(), a.publishCommand(), a.rollupCommand(), a.icebergCommand(), a.versionCommand())
+		a.rollbackCommand(), a.vacuumCommand(), a.compactCommand(), a.ingestCommand(), a.publishCommand(), a.rollupCommand(), a.icebergCommand(), a.versionCommand(), a.showCommand(), a.describeCommand())
 	root.AddCommand(a.schedulerCommands()...)
 	for _, nb := range notBuilt {
 		root.AddCommand(nb.command())
