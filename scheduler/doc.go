@@ -23,6 +23,18 @@
 // never compare it with theirs, so a clock running ahead cannot steal a
 // live run, nor one running behind delay a takeover by its skew.
 //
+// Each job also has a run index, <lake>/_sluice/runindex/<job>/index.json
+// (History.Recent, RecentAll): the records of its newest 30 intervals and
+// of every run started within a day of its newest start, at most 500,
+// newest interval first, so that a page of recent runs costs one read a
+// job, not one a record. Every record write merges the record into it by
+// compare-and-swap; the record is the truth and the index a cache, so a
+// failed index write never fails the record's, a missing or unreadable
+// index is rebuilt from the records when read, and serve rebuilds every
+// job's at its start (a crash between the two writes leaves it stale).
+// Each index has a folder of its own: on local disk a compare-and-swap
+// locks its folder, and 200 jobs' indexes in one folder would take turns.
+//
 // It imports only cloud. It never imports ingest, compact, rollup or
 // warehouse: a job runs through the Kind interface, which the command
 // wires to those packages, so a new kind plugs in without touching the

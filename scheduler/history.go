@@ -199,6 +199,7 @@ func (h *History) put(ctx context.Context, r Record, opts cloud.PutOptions) (str
 	if err != nil {
 		return "", fmt.Errorf("write run record %s/%s: %w", r.Job, r.Interval, err)
 	}
+	h.indexRecord(ctx, r) // never fails the write: see index.go
 	return info.ETag, nil
 }
 

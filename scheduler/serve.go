@@ -83,6 +83,13 @@ func (s *Server) Serve(ctx context.Context) error {
 	ready := s.readyChan()
 	s.mu.Unlock()
 	var triggers, caughtUp sync.WaitGroup
+	// A crash between a record's write and its index's left the index
+	// stale: rebuild every job's, beside the start's other work.
+	triggers.Add(1)
+	go func() {
+		defer triggers.Done()
+		s.rebuildIndexes(ctx)
+	}()
 	for _, name := range r.Pipeline.Order {
 		job := r.Pipeline.Jobs[name]
 		if len(job.After) > 0 {

@@ -153,9 +153,30 @@ func runJSON(rec scheduler.Record, ran bool) map[string]any {
 	return m
 }
 
+// runInterval is the interval run runs of job: the last one complete
+// now, or as --at says (at, when not empty).
+func runInterval(job *scheduler.Job, at string) (scheduler.Interval, error) {
+	if at == "" {
+		return job.Schedule.Latest(time.Now()), nil
+	}
+	t, date, err := parseWhen(at, job.Schedule.Location())
+	if err != nil {
+		return scheduler.Interval{}, usageError{cmd: "run", err: fmt.Errorf("--at %w", err)}
+	}
+	if !date {
+		return job.Schedule.Latest(t), nil
+	}
+	ivs := job.Schedule.Intervals(t, t.AddDate(0, 0, 1))
+	if len(ivs) == 0 {
+		return scheduler.Interval{}, fmt.Errorf("run %s: no interval of its schedule starts on %s", job.Name, at)
+	}
+	return ivs[0], nil
+}
+
 func (a *app) runCommand() *cobra.Command {
 	var f runnerFlags
 	var at string
+	var dryRun bool
 	cmd := &cobra.Command{
 		Use:   "run --config pipeline.yaml JOB [--at TIME]",
 		Short: "Run one interval of a job, then the jobs after it",
@@ -167,9 +188,14 @@ write, so a cron or Kubernetes CronJob that fires twice runs it once; an
 interval already done is left alone unless --rerun. Then the jobs after JOB
 (after: in the file) run for the same interval, unless --only.
 
+--dry-run prints the interval and the chain of jobs it would run, each with
+what its record says (already succeeded: left alone without --rerun), and
+claims, writes and runs nothing.
+
 Exit 1 when a run failed; its record holds the error.`,
 		Example: `  sluice run --config pipeline.yaml ingest-events
-  sluice run --config pipeline.yaml rollup-lists --at 2024-05-01 --rerun --json`,
+  sluice run --config pipeline.yaml rollup-lists --at 2024-05-01 --rerun --json
+  sluice run --config pipeline.yaml ingest-events --dry-run`,
 		Args: exactArgs(1, "JOB"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r, closeLake, err := a.runner(cmd, &f)
@@ -181,20 +207,12 @@ Exit 1 when a run failed; its record holds the error.`,
 			if err != nil {
 				return usageError{cmd: "run", err: err}
 			}
-			iv := job.Schedule.Latest(time.Now())
-			if at != "" {
-				t, date, err := parseWhen(at, job.Schedule.Location())
-				if err != nil {
-					return usageError{cmd: "run", err: fmt.Errorf("--at %w", err)}
-				}
-				iv = job.Schedule.Latest(t)
-				if date {
-					ivs := job.Schedule.Intervals(t, t.AddDate(0, 0, 1))
-					if len(ivs) == 0 {
-						return fmt.Errorf("run %s: no interval of its schedule starts on %s", job.Name, at)
-					}
-					iv = ivs[0]
-				}
+			iv, err := runInterval(job, at)
+			if err != nil {
+				return err
+			}
+			if dryRun {
+				return a.dryRun(cmd, r, job, iv, f)
 			}
 			tune(r, 1)
 			outs, runErr := r.Run(cmd.Context(), job, iv, scheduler.RunOptions{Rerun: f.rerun, Only: f.only, Trigger: "run", AwaitLease: true})
@@ -206,6 +224,7 @@ Exit 1 when a run failed; its record holds the error.`,
 	f.addOnly(cmd)
 	cmd.Flags().StringVar(&at, "at", "", "the interval starting on this DATE, or the last one complete at this TIME (default: now)")
 	cmd.Flags().BoolVar(&f.rerun, "rerun", false, "run the interval even if it already succeeded")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the interval and the jobs it would run; claim, write and run nothing")
 	return cmd
 }
 
@@ -345,4 +364,70 @@ skipped), attempt, instance, start, end, error and the job's summary (with
 	cmd.Flags().StringVar(&job, "job", "", "only this job's runs")
 	cmd.Flags().StringVar(&status, "status", "", "only runs with this status")
 	return cmd
+}
+
+// chain is the jobs a run of job runs, in the order Runner.Run takes
+// them: job, then each job after it (Pipeline.Downstream), depth first,
+// each once; job alone with only.
+func chain(p *scheduler.Pipeline, job *scheduler.Job, only bool) []*scheduler.Job {
+	out := []*scheduler.Job{job}
+	if only {
+		return out
+	}
+	seen := map[string]bool{job.Name: true}
+	var walk func(name string)
+	walk = func(name string) {
+		for _, d := range p.Downstream(name) {
+			if !seen[d.Name] {
+				seen[d.Name] = true
+				out = append(out, d)
+				walk(d.Name)
+			}
+		}
+	}
+	walk(job.Name)
+	return out
+}
+
+// dryRun prints what run would do with job's interval iv: the interval,
+// and each job of the chain with its record's status. It reads the
+// records and nothing else.
+func (a *app) dryRun(cmd *cobra.Command, r *scheduler.Runner, job *scheduler.Job, iv scheduler.Interval, f runnerFlags) error {
+	loc := job.Schedule.Location()
+	start, end := iv.Start.In(loc).Format(time.RFC3339), iv.End.In(loc).Format(time.RFC3339)
+	tw := tabwriter.NewWriter(a.stdout, 2, 4, 2, ' ', 0)
+	if !a.jsonOut {
+		fmt.Fprintf(a.stdout, "interval %s: %s to %s (%s); nothing is claimed, written or run\n", iv.Key(), start, end, loc)
+		fmt.Fprintln(tw, "JOB\tSTATUS\tWOULD RUN")
+	}
+	jobs := []map[string]any{}
+	for _, j := range chain(r.Pipeline, job, f.only) {
+		rec, _, err := r.History.Get(cmd.Context(), j.Name, iv.Key())
+		var status any
+		wouldRun, why := true, "yes"
+		switch {
+		case errors.Is(err, cloud.ErrNotFound):
+		case err != nil:
+			return fmt.Errorf("run --dry-run: %w", err)
+		default:
+			status = rec.Status
+			switch {
+			case rec.Status == scheduler.StatusSucceeded && !f.rerun:
+				wouldRun, why = false, "no: already succeeded (--rerun runs it again)"
+			case rec.Status == scheduler.StatusRunning:
+				wouldRun, why = false, "no: running (instance "+textName(rec.Instance)+")"
+			}
+		}
+		jobs = append(jobs, map[string]any{"job": j.Name, "interval": iv.Key(), "would_run": wouldRun, "status": status})
+		if !a.jsonOut {
+			shown := "-"
+			if status != nil {
+				shown = string(rec.Status)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", textName(j.Name), shown, why)
+		}
+	}
+	tw.Flush()
+	return a.summary(map[string]any{"command": "run", "dry_run": true, "job": job.Name,
+		"interval": map[string]any{"key": iv.Key(), "start": start, "end": end, "zone": loc.String()}, "chain": jobs})
 }

@@ -1,0 +1,397 @@
+package scheduler
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+	"weak"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/sluice-data/sluice/cloud"
+)
+
+// runIndexPrefix is where the run index lives under the lake: beside
+// runsPrefix, not under it, so listing the run records never sees it.
+const runIndexPrefix = "_sluice/runindex/"
+
+// What one job's index keeps, and the limits of the work on it.
+const (
+	// indexNewest: the records of the job's newest intervals, always kept.
+	indexNewest = 30
+	// indexWindow: beyond those, every record whose run started within
+	// this of the job's newest start (so, whatever a reader's clock says,
+	// every run of its last day is there).
+	indexWindow = 24 * time.Hour
+	// indexCap bounds the records one index holds (a job run every second
+	// starts 86,400 runs a day); the newest intervals stay.
+	indexCap = 500
+	// indexRetries is how many times a write of the index is tried
+	// against other writers before it is given up (the index is a cache:
+	// the next rebuild corrects it).
+	indexRetries = 8
+	// indexReaders bounds RecentAll's reads at once.
+	indexReaders = 16
+	// rebuildReaders bounds one rebuild's record reads at once.
+	rebuildReaders = 8
+	// serveRebuilds bounds the jobs serve's start rebuilds at once.
+	serveRebuilds = 4
+)
+
+// errUnreadableIndex: an index object that is not a JobRuns in JSON.
+var errUnreadableIndex = errors.New("unreadable run index")
+
+// errIndexRace: every try to write the index lost to another writer.
+var errIndexRace = errors.New("lost every race to write the run index")
+
+func indexKey(job string) string { return runIndexPrefix + job + "/index.json" }
+
+// JobRuns is one job's recent runs, from its index.
+type JobRuns struct {
+	Job     string    `json:"job"`
+	Runs    []Record  `json:"runs"` // newest interval first
+	Updated time.Time `json:"updated"`
+}
+
+// indexSide is what a History's index writes share in this process: the
+// logger their failures go to (serve's; none elsewhere) and a lock per
+// job, so that this process's own writers of one index take turns
+// instead of racing each other's compare-and-swap. Kept beside the
+// History, keyed weakly, and dropped with it.
+type indexSide struct {
+	logger atomic.Pointer[slog.Logger]
+	mu     sync.Mutex
+	locks  map[string]*sync.Mutex
+}
+
+var indexSides sync.Map // weak.Pointer[History] → *indexSide
+
+func (h *History) side() *indexSide {
+	k := weak.Make(h)
+	if v, ok := indexSides.Load(k); ok {
+		return v.(*indexSide)
+	}
+	v, loaded := indexSides.LoadOrStore(k, &indexSide{locks: map[string]*sync.Mutex{}})
+	if !loaded {
+		runtime.AddCleanup(h, func(k weak.Pointer[History]) { indexSides.Delete(k) }, k)
+	}
+	return v.(*indexSide)
+}
+
+// lockIndex takes this process's turn at job's index; the caller unlocks.
+func (h *History) lockIndex(job string) *sync.Mutex {
+	s := h.side()
+	s.mu.Lock()
+	l, ok := s.locks[job]
+	if !ok {
+		l = &sync.Mutex{}
+		s.locks[job] = l
+	}
+	s.mu.Unlock()
+	l.Lock()
+	return l
+}
+
+// logIndexTo sends the failures of h's index writes to log (at warn).
+func (h *History) logIndexTo(log *slog.Logger) { h.side().logger.Store(log) }
+
+// readIndex returns job's index and its ETag: cloud.ErrNotFound when
+// there is none; errUnreadableIndex, with the ETag, when it does not
+// decode.
+func (h *History) readIndex(ctx context.Context, job string) (JobRuns, string, error) {
+	rc, info, err := h.Store.Get(ctx, indexKey(job))
+	if err != nil {
+		return JobRuns{}, "", fmt.Errorf("read run index of %s: %w", job, err)
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(rc)
+	if err != nil {
+		return JobRuns{}, "", fmt.Errorf("read run index of %s: %w", job, err)
+	}
+	var jr JobRuns
+	if err := json.Unmarshal(data, &jr); err != nil || jr.Job != job {
+		return JobRuns{}, info.ETag, fmt.Errorf("run index %s: %w", h.Store.URL(indexKey(job)), errUnreadableIndex)
+	}
+	return jr, info.ETag, nil
+}
+
+// writeIndex writes jr as its job's index over the generation etag
+// (none: create-only); cloud.ErrPreconditionFailed when another writer
+// came first.
+func (h *History) writeIndex(ctx context.Context, jr *JobRuns, etag string) error {
+	jr.Updated = time.Now().UTC()
+	if jr.Runs == nil {
+		jr.Runs = []Record{}
+	}
+	data, err := json.Marshal(jr)
+	if err != nil {
+		return fmt.Errorf("encode run index of %s: %w", jr.Job, err)
+	}
+	opts := cloud.PutOptions{IfAbsent: etag == "", IfMatch: etag}
+	if _, err := h.Store.Put(ctx, indexKey(jr.Job), bytes.NewReader(data), int64(len(data)), opts); err != nil {
+		return fmt.Errorf("write run index of %s: %w", jr.Job, err)
+	}
+	return nil
+}
+
+// Recent returns job's index; when the index object is missing or
+// unreadable it rebuilds it from the job's records (listing them) and
+// writes it.
+func (h *History) Recent(ctx context.Context, job string) (JobRuns, error) {
+	jr, _, err := h.readIndex(ctx, job)
+	if errors.Is(err, cloud.ErrNotFound) || errors.Is(err, errUnreadableIndex) {
+		return h.RebuildIndex(ctx, job)
+	}
+	if err != nil {
+		return JobRuns{}, err
+	}
+	if jr.Runs == nil {
+		jr.Runs = []Record{}
+	}
+	return jr, nil
+}
+
+// RecentAll returns the indexes of jobs, read concurrently (at most 16
+// reads at once), by job name. A job whose index cannot be had is left
+// out, and the error names it; the others are returned all the same.
+func (h *History) RecentAll(ctx context.Context, jobs []string) (map[string]JobRuns, error) {
+	out := make(map[string]JobRuns, len(jobs))
+	var mu sync.Mutex
+	var errs []error
+	g := errgroup.Group{}
+	g.SetLimit(indexReaders)
+	for _, job := range slices.Compact(slices.Sorted(slices.Values(jobs))) {
+		g.Go(func() error {
+			jr, err := h.Recent(ctx, job)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+				return nil
+			}
+			out[job] = jr
+			return nil
+		})
+	}
+	_ = g.Wait()
+	return out, errors.Join(errs...)
+}
+
+// RebuildIndex rebuilds job's index from its records.
+func (h *History) RebuildIndex(ctx context.Context, job string) (JobRuns, error) {
+	defer h.lockIndex(job).Unlock()
+	return h.rebuild(ctx, job)
+}
+
+// rebuild writes job's index anew from its records; the caller holds
+// the job's index lock. The index's ETag is read before the records are
+// listed: a record written meanwhile merged into the index, which fails
+// the write, and the rebuild starts again and lists it.
+func (h *History) rebuild(ctx context.Context, job string) (JobRuns, error) {
+	for range indexRetries {
+		_, etag, err := h.readIndex(ctx, job)
+		if err != nil && !errors.Is(err, cloud.ErrNotFound) && !errors.Is(err, errUnreadableIndex) {
+			return JobRuns{}, err
+		}
+		recs, err := h.records(ctx, job)
+		if err != nil {
+			return JobRuns{}, fmt.Errorf("rebuild run index of %s: %w", job, err)
+		}
+		jr := JobRuns{Job: job, Runs: trimRuns(recs)}
+		err = h.writeIndex(ctx, &jr, etag)
+		if errors.Is(err, cloud.ErrPreconditionFailed) {
+			continue
+		}
+		if err != nil {
+			return JobRuns{}, err
+		}
+		return jr, nil
+	}
+	return JobRuns{}, fmt.Errorf("rebuild run index of %s: %w (%d tries)", job, errIndexRace, indexRetries)
+}
+
+// records reads every readable record of job, rebuildReaders at once. A
+// record that does not decode cannot be in the index: it is left out
+// (History.List names it).
+func (h *History) records(ctx context.Context, job string) ([]Record, error) {
+	var ivs []string
+	if err := h.eachKey(ctx, runsPrefix+job+"/", func(_, iv string, _ cloud.ObjectInfo) { ivs = append(ivs, iv) }); err != nil {
+		return nil, err
+	}
+	recs := make([]Record, len(ivs))
+	ok := make([]bool, len(ivs))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(rebuildReaders)
+	for i, iv := range ivs {
+		g.Go(func() error {
+			r, _, err := h.Get(gctx, job, iv)
+			switch {
+			case errors.Is(err, cloud.ErrNotFound), errors.Is(err, ErrUnreadableRecord):
+				return nil
+			case err != nil:
+				return err
+			}
+			recs[i], ok[i] = r, true
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	out := recs[:0]
+	for i, r := range recs {
+		if ok[i] {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// indexRecord merges r, just written, into its job's index. It never
+// fails the record's write: the record is the truth and the index a
+// cache, which the next rebuild corrects; a failure is logged at warn
+// where a logger was given (serve), else dropped.
+func (h *History) indexRecord(ctx context.Context, r Record) {
+	defer h.lockIndex(r.Job).Unlock()
+	err := h.mergeIndex(ctx, r)
+	if err == nil {
+		return
+	}
+	if log := h.side().logger.Load(); log != nil {
+		log.Warn("run index not updated; its next rebuild corrects it", "job", r.Job, "interval", r.Interval, "error", err)
+	}
+}
+
+// mergeIndex merges r into its job's index by compare-and-swap, retrying
+// a lost race after a short jittered wait. An index that is missing (a
+// new job, or a lake from before the index) or unreadable is rebuilt
+// from the records, r among them: merged into nothing it would hide the
+// job's older runs.
+func (h *History) mergeIndex(ctx context.Context, r Record) error {
+	for n := range indexRetries {
+		if n > 0 {
+			wait := time.Duration(1+rand.IntN(1<<min(n, 5))) * time.Millisecond
+			if err := sleep(ctx, RealClock{}, wait); err != nil {
+				return err
+			}
+		}
+		jr, etag, err := h.readIndex(ctx, r.Job)
+		if errors.Is(err, cloud.ErrNotFound) || errors.Is(err, errUnreadableIndex) {
+			_, err := h.rebuild(ctx, r.Job)
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		runs, changed := mergeRun(jr.Runs, r)
+		if !changed {
+			return nil // a late write the index already has newer than
+		}
+		jr.Runs = runs
+		err = h.writeIndex(ctx, &jr, etag)
+		if !errors.Is(err, cloud.ErrPreconditionFailed) {
+			return err
+		}
+	}
+	return fmt.Errorf("merge %s/%s into the run index: %w (%d tries)", r.Job, r.Interval, errIndexRace, indexRetries)
+}
+
+// mergeRun returns runs with r in its interval's place: r replaces the
+// interval's record when it has the higher attempt, or the same attempt
+// and is final or the other is running (the later write wins a tie).
+// changed is false when r changes nothing.
+func mergeRun(runs []Record, r Record) (out []Record, changed bool) {
+	out = slices.Clone(runs)
+	i := slices.IndexFunc(out, func(x Record) bool { return x.Interval == r.Interval })
+	switch {
+	case i < 0:
+		out = append(out, r)
+	case supersedes(r, out[i]):
+		out[i] = r
+	default:
+		return runs, false
+	}
+	return trimRuns(out), true
+}
+
+// supersedes tells whether r, written after x, is the interval's record
+// the index keeps: a write arriving late (a running record's after its
+// final one) does not undo a newer state.
+func supersedes(r, x Record) bool {
+	if r.Attempt != x.Attempt {
+		return r.Attempt > x.Attempt
+	}
+	return r.Status != StatusRunning || x.Status == StatusRunning
+}
+
+// startedAt is when r's run started, or, for one given back before its
+// start, when it ended.
+func startedAt(r Record) time.Time {
+	if r.Started.IsZero() {
+		return r.Ended
+	}
+	return r.Started
+}
+
+// trimRuns sorts runs newest interval first and keeps what an index
+// holds: the newest indexNewest intervals, and those whose run started
+// within indexWindow of the newest start, at most indexCap in all.
+func trimRuns(runs []Record) []Record {
+	slices.SortStableFunc(runs, func(a, b Record) int { return cmp.Compare(b.Interval, a.Interval) })
+	var newest time.Time
+	for _, r := range runs {
+		if t := startedAt(r); t.After(newest) {
+			newest = t
+		}
+	}
+	since := newest.Add(-indexWindow)
+	out := runs[:0]
+	for i, r := range runs {
+		if len(out) == indexCap {
+			break
+		}
+		if t := startedAt(r); i < indexNewest || !t.IsZero() && !t.Before(since) {
+			out = append(out, r)
+		}
+	}
+	return slices.Clip(out)
+}
+
+// rebuildIndexes rebuilds every job's index, serveRebuilds at once: serve
+// does at its start what a crash between a record's write and its
+// index's may have left stale.
+func (s *Server) rebuildIndexes(ctx context.Context) {
+	r := s.Runner
+	r.History.logIndexTo(r.log())
+	began := time.Now()
+	var failed sync.Map
+	g := errgroup.Group{}
+	g.SetLimit(serveRebuilds)
+	for _, job := range r.Pipeline.Order {
+		g.Go(func() error {
+			if _, err := r.History.RebuildIndex(ctx, job); err != nil && ctx.Err() == nil {
+				failed.Store(job, true)
+				r.log().Warn("rebuild run index", "job", job, "error", err)
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
+	n := 0
+	failed.Range(func(any, any) bool { n++; return true })
+	if ctx.Err() != nil {
+		return
+	}
+	r.log().Info("run indexes rebuilt", "jobs", len(r.Pipeline.Order)-n, "failed", n, "seconds", time.Since(began).Seconds())
+}
