@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"bytes"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -28,6 +29,11 @@ type Admin struct {
 	Registry *prometheus.Registry
 	// Limits: DefaultAdminLimits where zero.
 	Limits AdminLimits
+	// Pages, when set, serves the web console: GET / and the paths under
+	// /runs, /tables, /ui/ and /static/ go to it, behind the same guard
+	// as the API (without a token, loopback Host names only). It checks
+	// its own actions (see CrossSite).
+	Pages http.Handler
 }
 
 // AdminLimits bound what one client may hold of the admin server: a
@@ -77,7 +83,8 @@ func (a *Admin) HTTPServer() *http.Server {
 }
 
 // limitBody refuses a request whose body is over limit bytes (413), by
-// its Content-Length or, when it has none, by reading it.
+// its Content-Length or, when it has none, by reading it. The body read
+// is handed on: the console's forms come in it.
 func (a *Admin) limitBody(h http.Handler, limit int64) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tooLarge := func() {
@@ -88,8 +95,8 @@ func (a *Admin) limitBody(h http.Handler, limit int64) http.Handler {
 			tooLarge()
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, limit)
-		if _, err := io.Copy(io.Discard, r.Body); err != nil {
+		var body bytes.Buffer
+		if _, err := io.Copy(&body, http.MaxBytesReader(w, r.Body, limit)); err != nil {
 			var mbe *http.MaxBytesError
 			if errors.As(err, &mbe) {
 				tooLarge()
@@ -98,6 +105,7 @@ func (a *Admin) limitBody(h http.Handler, limit int64) http.Handler {
 			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "read request body: " + err.Error()})
 			return
 		}
+		r.Body = io.NopCloser(&body)
 		h.ServeHTTP(w, r)
 	})
 }
@@ -113,8 +121,16 @@ func (a *Admin) Handler() http.Handler {
 	mux.HandleFunc("GET /api/jobs", a.jobs)
 	mux.HandleFunc("POST /api/jobs/{job}/run", a.mutating(a.runJob))
 	mux.HandleFunc("POST /api/runs/{id}/cancel", a.mutating(a.cancel))
+	if a.Pages != nil {
+		for _, p := range pagePaths {
+			mux.Handle(p, a.Pages)
+		}
+	}
 	return a.guard(mux)
 }
+
+// pagePaths are the routes Admin.Pages serves.
+var pagePaths = []string{"/{$}", "/runs", "/runs/", "/tables", "/tables/", "/ui/", "/static/"}
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
@@ -159,10 +175,11 @@ func loopbackHost(hostport string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// crossSite returns why r comes from another site's page, or "": an
+// CrossSite returns why r comes from another site's page, or "": an
 // Origin other than this server's, or a browser's own word that the
-// request is not same-origin.
-func crossSite(r *http.Request) string {
+// request is not same-origin. Every mutating call of the API and of the
+// console is refused when it says why.
+func CrossSite(r *http.Request) string {
 	if o := r.Header.Get("Origin"); o != "" {
 		u, err := url.Parse(o)
 		if err != nil || u.Host == "" || !strings.EqualFold(u.Host, r.Host) {
@@ -181,7 +198,7 @@ func crossSite(r *http.Request) string {
 // browser's Sec-Fetch-Site: same-origin).
 func (a *Admin) mutating(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if why := crossSite(r); why != "" {
+		if why := CrossSite(r); why != "" {
 			writeJSON(w, http.StatusForbidden, map[string]string{"error": "refused: " + why})
 			return
 		}
@@ -257,21 +274,41 @@ func (a *Admin) jobs(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"jobs": out})
 }
 
+// ErrShuttingDown: the server is stopping (or not serving), and starts
+// no run.
+var ErrShuttingDown = errors.New("shutting down")
+
+// RunNow starts job's latest complete interval (rerun: even if it
+// succeeded) and returns at once, with the interval; its record shows
+// how it went. A job the pipeline does not define is ErrUnknownJob; a
+// server that is not serving, ErrShuttingDown. The job's previous run
+// still running, the interval is queued or skipped as its overlap says.
+func (s *Server) RunNow(job string, rerun bool) (Interval, error) {
+	j, err := s.Runner.Pipeline.Job(job)
+	if err != nil {
+		return Interval{}, err
+	}
+	if s.stopping() {
+		return Interval{}, ErrShuttingDown
+	}
+	iv := j.Schedule.Latest(s.Runner.clock().Now())
+	s.dispatch(j, dispatch{iv: iv, trigger: "api", rerun: rerun})
+	return iv, nil
+}
+
 // runJob starts the job's latest complete interval (?rerun=true: even if
 // it succeeded) and answers at once; /api/runs shows how it went.
 func (a *Admin) runJob(w http.ResponseWriter, r *http.Request) {
-	job, err := a.Server.Runner.Pipeline.Job(r.PathValue("job"))
-	if err != nil {
+	iv, err := a.Server.RunNow(r.PathValue("job"), r.URL.Query().Get("rerun") == "true")
+	switch {
+	case errors.Is(err, ErrUnknownJob):
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
 		return
-	}
-	if a.Server.stopping() {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "shutting down"})
+	case err != nil:
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
 		return
 	}
-	iv := job.Schedule.Latest(a.Server.Runner.clock().Now())
-	a.Server.dispatch(job, dispatch{iv: iv, trigger: "api", rerun: r.URL.Query().Get("rerun") == "true"})
-	writeJSON(w, http.StatusAccepted, map[string]any{"job": job.Name, "interval": iv.Key(), "interval_start": iv.Start, "interval_end": iv.End})
+	writeJSON(w, http.StatusAccepted, map[string]any{"job": r.PathValue("job"), "interval": iv.Key(), "interval_start": iv.Start, "interval_end": iv.End})
 }
 
 func (a *Admin) cancel(w http.ResponseWriter, r *http.Request) {

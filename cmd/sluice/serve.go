@@ -14,6 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
+	"github.com/sluice-data/sluice/console"
+	"github.com/sluice-data/sluice/inspect"
 	"github.com/sluice-data/sluice/scheduler"
 )
 
@@ -70,7 +72,9 @@ terminal, JSON otherwise (--log-format).`,
 			if err != nil {
 				return fmt.Errorf("serve: listen on %s: %w", listen, err)
 			}
-			hs := (&scheduler.Admin{Server: s, Token: token, Registry: reg}).HTTPServer()
+			pages := console.New(s, token, pipelineTables(r.Pipeline), describeTable)
+			pages.Logger = logger
+			hs := (&scheduler.Admin{Server: s, Token: token, Registry: reg, Pages: pages.Handler()}).HTTPServer()
 			httpDone := make(chan error, 1)
 			go func() { httpDone <- hs.Serve(ln) }()
 			logger.Info("serving", "config", f.config, "lake", r.Pipeline.Lake, "jobs", len(r.Pipeline.Jobs),
@@ -92,9 +96,30 @@ terminal, JSON otherwise (--log-format).`,
 	f.add(cmd, true)
 	cmd.Flags().DurationVar(&grace, "grace", scheduler.DefaultGrace, "at shutdown, how long running runs may finish before they are cancelled")
 	cmd.Flags().StringVar(&logFormat, "log-format", "auto", "auto (text on a terminal, JSON otherwise), text or json")
-	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8080", "address of the admin HTTP API (/healthz, /metrics, /api/...); off loopback it needs --token")
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8080", "address of the admin HTTP API (/healthz, /metrics, /api/...) and the web console (/); off loopback it needs --token")
 	cmd.Flags().StringVar(&token, "token", "", "bearer token every mutating API call must carry (default: SLUICE_TOKEN); required off loopback")
 	return cmd
+}
+
+// pipelineTables are the pipeline's tables by name, at their resolved
+// locations: the console's tables pages.
+func pipelineTables(p *scheduler.Pipeline) map[string]string {
+	out := make(map[string]string, len(p.Tables))
+	for name, t := range p.Tables {
+		out[name] = t.Location
+	}
+	return out
+}
+
+// describeTable is describe's report of the table at loc, for the
+// console.
+func describeTable(ctx context.Context, loc string) (*inspect.Detail, error) {
+	t, err := inspect.Open(ctx, loc, inspect.OpenOptions{})
+	if err != nil {
+		return nil, err
+	}
+	defer t.Close()
+	return inspect.Describe(ctx, t, inspect.Options{})
 }
 
 // checkListen refuses an address off loopback without a token: the API
