@@ -36,7 +36,7 @@ LAKE        := lake
 # node_modules, so a wiped or fresh checkout installs again).
 TOOLS_STAMP := tools/node_modules/.sluice-installed
 
-.PHONY: all deps tools build demo test vet bench fuzz lint sample clean
+.PHONY: all deps tools build demo test vet bench fuzz lint sample clean image
 
 all: build
 
@@ -48,6 +48,7 @@ all: build
 deps:
 	@bash scripts/test-deps.sh
 	@bash tools/walk-deps.sh
+	@bash scripts/browser-deps.sh
 
 tools: $(TOOLS_STAMP)
 
@@ -59,6 +60,16 @@ $(TOOLS_STAMP): tools/package.json tools/package-lock.json
 # runs in a git checkout, even where GOFLAGS turns stamping off.
 build:
 	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/sluice
+
+# The container image (the Dockerfile's, built without a Docker daemon) as an
+# OCI archive: `docker load -i bin/sluice-image.tar`, `podman load -i ...`
+# or `skopeo copy oci-archive:bin/sluice-image.tar docker://REGISTRY/...`.
+# IMAGE_ARCH=arm64 builds it for arm64.
+IMAGE       ?= ghcr.io/sluice-data/sluice:latest
+IMAGE_ARCH  ?= $(shell $(GO) env GOARCH)
+
+image:
+	$(GO) run ./scripts/mkimage -o bin/sluice-image.tar -tag $(IMAGE) -arch $(IMAGE_ARCH)
 
 # The whole pipeline of testdata/pipelines/demo.yaml on local disk, no
 # server: ingest the sample events (Parquet landing files), compact, roll up

@@ -53,6 +53,9 @@ import (
 // by an outage: for a few seconds every request to the broker has its
 // connection closed, then the broker answers again with its data.
 func TestChaos(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: kill and chaos runs take a minute; make test runs them")
+	}
 	dur := 30 * time.Second
 	if v := os.Getenv("SLUICE_CHAOS"); v != "" {
 		d, err := time.ParseDuration(v)

@@ -50,6 +50,9 @@ func writeSmallFiles(t *testing.T, dir string, days, files, rows int) {
 // Compaction killed with SIGKILL at random moments, 20 times: after each,
 // the table reads the same rows; a final run and a vacuum leave no orphan.
 func TestCompactionKilledAtRandomKeepsRows(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: kill and chaos runs take a minute; make test runs them")
+	}
 	dir := filepath.Join(t.TempDir(), "events")
 	writeSmallFiles(t, dir, 8, 30, 400)
 	want := tableRead(t, dir)
