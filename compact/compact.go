@@ -253,7 +253,12 @@ func newCompaction(ctx context.Context, t Table, o Options, m *catalog.Manifest,
 
 // open is the rewrites' Opener: a data file of the table, read in place.
 func (c *compaction) open(ctx context.Context, f catalog.DataFile) (io.ReaderAt, int64, error) {
-	st, key, err := c.t.DataFileStore(ctx, f)
+	return openDataFile(ctx, c.t, f)
+}
+
+// openDataFile opens a data file of t for ranged reads, in place.
+func openDataFile(ctx context.Context, t Table, f catalog.DataFile) (io.ReaderAt, int64, error) {
+	st, key, err := t.DataFileStore(ctx, f)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -351,12 +356,21 @@ func (c *compaction) rewriteBin(gctx context.Context, b Bin) error {
 }
 
 // deletedRows returns the RewriteOptions.Deleted of a bin of inputs: when
-// the table is a RowDeleter, their deleted rows as it says, asked once an
-// input; else given, the options' own.
+// the table is a RowDeleter, their deleted rows as it says (deletedRowsOf);
+// else given, the options' own.
 func (c *compaction) deletedRows(ctx context.Context, inputs []catalog.DataFile, given func(catalog.DataFile) []int64) (func(catalog.DataFile) []int64, error) {
-	rd, ok := c.t.(RowDeleter)
-	if !ok {
+	if _, ok := c.t.(RowDeleter); !ok {
 		return given, nil
+	}
+	return deletedRowsOf(ctx, c.t, inputs)
+}
+
+// deletedRowsOf returns the deleted rows of inputs as t says, asked once
+// an input, when t is a RowDeleter; nil when none is deleted.
+func deletedRowsOf(ctx context.Context, t Table, inputs []catalog.DataFile) (func(catalog.DataFile) []int64, error) {
+	rd, ok := t.(RowDeleter)
+	if !ok {
+		return nil, nil
 	}
 	deleted := map[string][]int64{}
 	for _, f := range inputs {
