@@ -91,6 +91,10 @@ demo: build
 	@echo "== list_daily in $(LAKE)/warehouse.db: subscribers per list per day"
 	$(GO) run ./scripts/sqlprint $(LAKE)/warehouse.db \
 	  "SELECT date || '' AS date, list_id, subscribers FROM list_daily ORDER BY date, list_id"
+	@echo
+	@echo "== next: the scheduler and its web page, on this lake"
+	@echo "   SLUICE_LAKE=$(CURDIR)/$(LAKE) ./$(BIN) serve --config $(PIPELINE)"
+	@echo "   then open http://127.0.0.1:8080/"
 
 vet:
 	$(GO) vet ./...
