@@ -35,7 +35,8 @@
 // Each index has a folder of its own: on local disk a compare-and-swap
 // locks its folder, and 200 jobs' indexes in one folder would take turns.
 //
-// It imports only cloud. It never imports ingest, compact, rollup or
+// It imports only cloud and internal/lease (the lease judge it shares
+// with compaction's workers). It never imports ingest, compact, rollup or
 // warehouse: a job runs through the Kind interface, which the command
 // wires to those packages, so a new kind plugs in without touching the
 // scheduler. All waiting goes through a Clock, so tests drive time.

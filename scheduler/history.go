@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sluice-data/sluice/cloud"
+	"github.com/sluice-data/sluice/internal/lease"
 )
 
 // Status is a run's state in its record.
@@ -76,17 +77,10 @@ func recordKey(job, interval string) string { return runsPrefix + job + "/" + in
 type History struct {
 	Store cloud.Store
 
-	// sightings remembers, per running record, the generation (ETag)
-	// this process last saw and when, on its own clock, it first saw
-	// it: the only clock a lease's expiry is judged by.
-	mu        sync.Mutex
-	sightings map[string]sighting
-}
-
-// sighting is one generation of a running record, as first seen.
-type sighting struct {
-	etag string
-	at   time.Time
+	// judge remembers, per running record, the generation (ETag) this
+	// process last saw and when, on its own clock, it first saw it: the
+	// only clock a lease's expiry is judged by.
+	judge lease.Judge
 }
 
 // leaseExpired tells whether the running record rec, read with etag at
@@ -99,35 +93,19 @@ type sighting struct {
 // unchanged.
 func (h *History) leaseExpired(rec Record, etag string, now time.Time, ttl time.Duration) (expired bool, until time.Time) {
 	ttl = max(ttl, time.Duration(rec.LeaseSeconds*float64(time.Second)))
-	key := recordKey(rec.Job, rec.Interval)
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	s, ok := h.sightings[key]
-	if !ok || s.etag != etag {
-		if h.sightings == nil {
-			h.sightings = map[string]sighting{}
-		}
-		s = sighting{etag: etag, at: now}
-		h.sightings[key] = s
-	}
-	until = s.at.Add(ttl)
-	return !now.Before(until), until
+	return h.judge.Expired(recordKey(rec.Job, rec.Interval), etag, now, ttl)
 }
 
 // sighted returns the generation of job's interval this process last
 // saw running ("" when none).
 func (h *History) sighted(job, interval string) string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.sightings[recordKey(job, interval)].etag
+	return h.judge.Sighted(recordKey(job, interval))
 }
 
 // forget drops the sighting of job's interval: it was claimed, or seen
 // final.
 func (h *History) forget(job, interval string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	delete(h.sightings, recordKey(job, interval))
+	h.judge.Forget(recordKey(job, interval))
 }
 
 // Get returns the record of job's interval and its ETag; ErrNotFound
