@@ -9,7 +9,6 @@ import (
 
 	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/cloud"
-	"github.com/sluice-data/sluice/internal/pqio"
 )
 
 // Errors of Rows the caller can act on: a wrong column or partition is the
@@ -168,36 +167,7 @@ func readFile(ctx context.Context, t *Table, schema catalog.Schema, f catalog.Da
 	if err != nil {
 		return fmt.Errorf("open %s: %w", cloud.Redact(t.fileURL(f)), err)
 	}
-	fill := make([]any, len(schema.Columns))
-	for i, c := range schema.Columns {
-		s, ok := f.PartitionValues[c.Name]
-		if !ok || s == nil {
-			continue
-		}
-		v, err := pqio.ParseValue(c.Type, *s)
-		if err != nil {
-			return fmt.Errorf("%s: partition value %s=%q: %w", cloud.Redact(t.fileURL(f)), c.Name, *s, err)
-		}
-		fill[i] = v
-	}
-	var missing []int
-	scanAs := func(file catalog.Schema) catalog.Schema {
-		missing = missing[:0]
-		cols := append([]catalog.Column(nil), schema.Columns...)
-		for i, c := range cols {
-			if _, ok := file.Column(c.Name); !ok {
-				missing = append(missing, i)
-				cols[i].Nullable = true
-			}
-		}
-		return catalog.Schema{Columns: cols}
-	}
-	err = pqio.ScanParquetAs(ctx, st, key, f.Bytes, scanAs, func(row []any) error {
-		for _, i := range missing {
-			row[i] = fill[i]
-		}
-		return fn(row)
-	})
+	err = catalog.ScanDataFile(ctx, st, key, f, schema, fn)
 	if err != nil && !errors.Is(err, errEnough) {
 		return fmt.Errorf("read %s: %w", cloud.Redact(t.fileURL(f)), err)
 	}

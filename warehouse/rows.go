@@ -12,7 +12,6 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/sluice-data/sluice/catalog"
-	"github.com/sluice-data/sluice/internal/pqio"
 )
 
 // batchRows is how many rows travel from the file reader to COPY at once;
@@ -23,7 +22,7 @@ const (
 )
 
 // rowSource streams the rows of a table version's live files, file by
-// file and row group by row group (pqio.ScanParquetAs), into COPY: a
+// file and row group by row group (catalog.ScanDataFile), into COPY: a
 // pgx.CopyFromSource fed by a reader goroutine through a bounded channel,
 // so the table is never held in memory.
 type rowSource struct {
@@ -69,24 +68,7 @@ func readFiles(ctx context.Context, t catalog.Readable, schema catalog.Schema, f
 		if err != nil {
 			return fmt.Errorf("open %s: %w", t.FileURL(f), err)
 		}
-		fill, err := partitionFill(schema, f)
-		if err != nil {
-			return fmt.Errorf("%s: %w", t.FileURL(f), err)
-		}
-		var missing []int // table columns the file lacks: Hive partition columns
-		scanAs := func(file catalog.Schema) catalog.Schema {
-			missing = missing[:0]
-			for i, c := range schema.Columns {
-				if _, ok := file.Column(c.Name); !ok {
-					missing = append(missing, i)
-				}
-			}
-			return asNullable(schema, missing)
-		}
-		err = pqio.ScanParquetAs(ctx, st, key, f.Bytes, scanAs, func(row []any) error {
-			for _, i := range missing {
-				row[i] = fill[i]
-			}
+		err = catalog.ScanDataFile(ctx, st, key, f, schema, func(row []any) error {
 			for i, v := range row {
 				if v == nil {
 					if !schema.Columns[i].Nullable {
@@ -127,38 +109,6 @@ func folderColumn(m *catalog.Manifest) string {
 		}
 	}
 	return ""
-}
-
-// asNullable is schema with the columns at idx nullable: a file lacking a
-// partition column reads it as NULL, and partitionFill supplies it.
-func asNullable(schema catalog.Schema, idx []int) catalog.Schema {
-	if len(idx) == 0 {
-		return schema
-	}
-	cols := append([]catalog.Column(nil), schema.Columns...)
-	for _, i := range idx {
-		cols[i].Nullable = true
-	}
-	return catalog.Schema{Columns: cols}
-}
-
-// partitionFill gives, per table column, the value of f's Hive partition
-// folder for it (nil when the column is no partition field or NULL), for
-// files written by Spark, which keeps partition columns out of the file.
-func partitionFill(schema catalog.Schema, f catalog.DataFile) ([]any, error) {
-	fill := make([]any, len(schema.Columns))
-	for i, c := range schema.Columns {
-		s, ok := f.PartitionValues[c.Name]
-		if !ok || s == nil {
-			continue
-		}
-		v, err := pqio.ParseValue(c.Type, *s)
-		if err != nil {
-			return nil, fmt.Errorf("partition value %s=%q: %w", c.Name, *s, err)
-		}
-		fill[i] = v
-	}
-	return fill, nil
 }
 
 // pgConverters turn a value in catalog's Go representation into one pgx
