@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluice-data/sluice/cloud"
@@ -81,6 +83,13 @@ type History struct {
 	// process last saw and when, on its own clock, it first saw it: the
 	// only clock a lease's expiry is judged by.
 	judge lease.Judge
+
+	// The run index's writers in this process (see index.go): the
+	// logger their failures go to (serve's; none elsewhere) and a lock
+	// per job.
+	indexLog   atomic.Pointer[slog.Logger]
+	indexMu    sync.Mutex
+	indexLocks map[string]*sync.Mutex
 }
 
 // leaseExpired tells whether the running record rec, read with etag at

@@ -10,12 +10,9 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"runtime"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
-	"weak"
 
 	"golang.org/x/sync/errgroup"
 
@@ -64,47 +61,26 @@ type JobRuns struct {
 	Updated time.Time `json:"updated"`
 }
 
-// indexSide is what a History's index writes share in this process: the
-// logger their failures go to (serve's; none elsewhere) and a lock per
-// job, so that this process's own writers of one index take turns
-// instead of racing each other's compare-and-swap. Kept beside the
-// History, keyed weakly, and dropped with it.
-type indexSide struct {
-	logger atomic.Pointer[slog.Logger]
-	mu     sync.Mutex
-	locks  map[string]*sync.Mutex
-}
-
-var indexSides sync.Map // weak.Pointer[History] → *indexSide
-
-func (h *History) side() *indexSide {
-	k := weak.Make(h)
-	if v, ok := indexSides.Load(k); ok {
-		return v.(*indexSide)
-	}
-	v, loaded := indexSides.LoadOrStore(k, &indexSide{locks: map[string]*sync.Mutex{}})
-	if !loaded {
-		runtime.AddCleanup(h, func(k weak.Pointer[History]) { indexSides.Delete(k) }, k)
-	}
-	return v.(*indexSide)
-}
-
-// lockIndex takes this process's turn at job's index; the caller unlocks.
+// lockIndex takes this process's turn at job's index, so that its own
+// writers of one index take turns instead of racing each other's
+// compare-and-swap; the caller unlocks.
 func (h *History) lockIndex(job string) *sync.Mutex {
-	s := h.side()
-	s.mu.Lock()
-	l, ok := s.locks[job]
+	h.indexMu.Lock()
+	l, ok := h.indexLocks[job]
 	if !ok {
+		if h.indexLocks == nil {
+			h.indexLocks = map[string]*sync.Mutex{}
+		}
 		l = &sync.Mutex{}
-		s.locks[job] = l
+		h.indexLocks[job] = l
 	}
-	s.mu.Unlock()
+	h.indexMu.Unlock()
 	l.Lock()
 	return l
 }
 
 // logIndexTo sends the failures of h's index writes to log (at warn).
-func (h *History) logIndexTo(log *slog.Logger) { h.side().logger.Store(log) }
+func (h *History) logIndexTo(log *slog.Logger) { h.indexLog.Store(log) }
 
 // readIndex returns job's index and its ETag: cloud.ErrNotFound when
 // there is none; errUnreadableIndex, with the ETag, when it does not
@@ -268,7 +244,7 @@ func (h *History) indexRecord(ctx context.Context, r Record) {
 	if err == nil {
 		return
 	}
-	if log := h.side().logger.Load(); log != nil {
+	if log := h.indexLog.Load(); log != nil {
 		log.Warn("run index not updated; its next rebuild corrects it", "job", r.Job, "interval", r.Interval, "error", err)
 	}
 }
