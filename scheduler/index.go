@@ -293,6 +293,10 @@ func mergeRun(runs []Record, r Record) (out []Record, changed bool) {
 	switch {
 	case i < 0:
 		out = append(out, r)
+	case renewal(r, out[i]):
+		// A heartbeat moves only the holder's lease_until, which no
+		// reader of the index uses: not worth a write per renewal.
+		return runs, false
 	case supersedes(r, out[i]):
 		out[i] = r
 	default:
@@ -309,6 +313,13 @@ func supersedes(r, x Record) bool {
 		return r.Attempt > x.Attempt
 	}
 	return r.Status != StatusRunning || x.Status == StatusRunning
+}
+
+// renewal tells whether r is x renewed: the same running attempt, only
+// its lease_until moved.
+func renewal(r, x Record) bool {
+	return r.Status == StatusRunning && x.Status == StatusRunning && r.ID == x.ID && r.Attempt == x.Attempt &&
+		r.Instance == x.Instance && r.Started.Equal(x.Started) && r.Error == x.Error
 }
 
 // startedAt is when r's run started, or, for one given back before its
