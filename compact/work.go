@@ -89,9 +89,8 @@ func (u Unit) Shard(n int) int {
 }
 
 // PlanWork plans a compaction of t as Run would and writes the plan
-// create-only under _sluice/work/. It writes nothing when there is
-// nothing to compact (the plan has no units) unless the caller asked for
-// that with an empty plan being useful; the returned plan then has no ID.
+// create-only under _sluice/work/. When there is nothing to compact it
+// writes nothing and returns a plan with no units and no ID.
 func PlanWork(ctx context.Context, t Table, o PlanOptions, now time.Time) (*WorkPlan, error) {
 	m, err := t.Latest(ctx)
 	if err != nil {

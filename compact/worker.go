@@ -71,13 +71,13 @@ type WorkerResult struct {
 	Stolen int      `json:"stolen"`
 	// LostRaces are units this worker rewrote whose result another
 	// worker recorded first: its outputs were deleted.
-	LostRaces     int   `json:"lost_races"`
-	FilesIn       int   `json:"files_in"`
-	FilesOut      int   `json:"files_out"`
-	BytesIn       int64 `json:"bytes_in"`
-	BytesOut      int64 `json:"bytes_out"`
-	Rows          int64 `json:"rows"`
-	WaitedSeconds float64
+	LostRaces     int     `json:"lost_races"`
+	FilesIn       int     `json:"files_in"`
+	FilesOut      int     `json:"files_out"`
+	BytesIn       int64   `json:"bytes_in"`
+	BytesOut      int64   `json:"bytes_out"`
+	Rows          int64   `json:"rows"`
+	WaitedSeconds float64 `json:"waited_seconds"`
 }
 
 // claim is a worker's claim of a unit, in claims/<unit>.json.
