@@ -56,6 +56,8 @@ type Console struct {
 
 	pages map[string]*template.Template
 
+	logins *loginLimiter // wrong tokens by client address
+
 	runsMu sync.Mutex // held while the index is read: a burst reads it once
 	runsAt time.Time
 	runs   map[string]scheduler.JobRuns
@@ -87,6 +89,7 @@ func (c *Console) init() {
 	}
 	c.sessionKey, c.csrfKey = randomBytes(32), randomBytes(32)
 	c.tables = map[string]*described{}
+	c.logins = newLoginLimiter(loginFailures, loginClients, loginWindow)
 	c.pages = map[string]*template.Template{}
 	for _, name := range []string{"index", "runs", "run", "tables", "table", "login", "message"} {
 		c.pages[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html"))

@@ -16,11 +16,18 @@
 // Table descriptions are cached for half a minute, so a burst of page
 // loads does not read the lake again.
 //
+// The timeline's lanes are bounded: runs that start in the same five
+// minutes share one bar, of the worst status among them, so a job that
+// runs every few seconds draws at most 288 bars a day.
+//
 // Actions are refused from another site's page (scheduler.CrossSite),
 // need a CSRF token (an HMAC, with a per-process key, of the session or
 // of a random cookie), and, when serve has a token, a session: a cookie
-// holding an HMAC of the token, set by logging in with it. Without a
-// session the pages say they are read-only and render no action forms.
+// holding an HMAC of the token, set by logging in with it. A client
+// address that sends five wrong tokens in a minute is refused (429,
+// Retry-After) until the minute ends; the addresses remembered are
+// bounded. Without a session the pages say they are read-only and
+// render no action forms.
 // The console never commits to a table and never writes a run record
 // itself: actions go through the scheduler's Server.
 //

@@ -14,16 +14,8 @@ import (
 // stripLen is how many runs a job's strip and trend show.
 const stripLen = 30
 
-// Geometry of the drawings, in SVG user units.
-const (
-	trendW, trendH = 120, 24
-	laneLabelW     = 180
-	laneW          = 820
-	laneH          = 18
-	laneGap        = 4
-	axisH          = 20
-	minBarW        = 3.0
-)
+// Geometry of the duration trend, in SVG user units.
+const trendW, trendH = 120, 24
 
 // recent returns every job's index, read at most once per runsTTL.
 // Runs this instance has going are laid over it: they are newer than
@@ -83,8 +75,10 @@ type trend struct {
 }
 
 type indexData struct {
-	Jobs     []jobRow
-	Timeline timeline
+	Jobs []jobRow
+	// Timeline is drawn when the template reaches it, after the jobs
+	// table has left: the page's first bytes do not wait for it.
+	Timeline timelineOf
 	Error    string
 }
 
@@ -99,7 +93,7 @@ func (c *Console) index(w http.ResponseWriter, r *http.Request) {
 	for _, name := range p.Order {
 		d.Jobs = append(d.Jobs, c.jobRow(p.Jobs[name], runs[name].Runs, now))
 	}
-	d.Timeline = drawTimeline(p.Order, runs, now)
+	d.Timeline = timelineOf{jobs: p.Order, runs: runs, now: now}
 	c.render(w, http.StatusOK, "index", c.newPage(w, r, "Jobs", "jobs", d))
 }
 
@@ -163,103 +157,4 @@ func drawTrend(runs []scheduler.Record, now time.Time) trend {
 	t.Label = fmt.Sprintf("durations of the last %d runs, oldest first: shortest %s, longest %s, latest %s",
 		len(ds), roundDur(shortest), roundDur(longest), roundDur(ds[len(ds)-1]))
 	return t
-}
-
-// timeline is the last day's runs, a lane per job that ran then.
-type timeline struct {
-	W, H     int
-	From, To string
-	Lanes    []lane
-	Ticks    []tick
-}
-
-type lane struct {
-	Job    string
-	Y      int
-	LabelY int
-	Bars   []bar
-}
-
-type bar struct {
-	Job, Interval, Status string
-	X, W                  string
-	Y, H                  int
-	Title                 string
-}
-
-type tick struct {
-	X     string
-	Label string
-}
-
-// drawTimeline lays out the runs of jobs (in order) that ran in the day
-// before now: a bar from a run's start to its end (now, while it runs).
-func drawTimeline(jobs []string, runs map[string]scheduler.JobRuns, now time.Time) timeline {
-	from := now.Add(-24 * time.Hour)
-	t := timeline{W: laneLabelW + laneW, From: from.UTC().Format(time.RFC3339), To: now.UTC().Format(time.RFC3339)}
-	x := func(at time.Time) float64 {
-		return laneLabelW + laneW*float64(at.Sub(from))/float64(24*time.Hour)
-	}
-	for h := 0; h <= 24; h += 3 {
-		at := from.Add(time.Duration(h) * time.Hour)
-		t.Ticks = append(t.Ticks, tick{X: fmt.Sprintf("%.1f", x(at)), Label: at.UTC().Format("15:04")})
-	}
-	y := axisH
-	for _, job := range jobs {
-		var bars []bar
-		for _, rec := range runs[job].Runs {
-			start, end := rec.Started, rec.Ended
-			if start.IsZero() {
-				start = end
-			}
-			if end.IsZero() || rec.Status == scheduler.StatusRunning {
-				end = now
-			}
-			if start.IsZero() || end.Before(from) || start.After(now) {
-				continue
-			}
-			// A short run still gets a bar one can see and point at, kept
-			// inside the drawing (a run that just ended is at its edge).
-			x0, x1 := x(later(start, from)), x(earlier(end, now))
-			w := max(x1-x0, minBarW)
-			x0 = min(x0, laneLabelW+laneW-w)
-			bars = append(bars, bar{Job: job, Interval: rec.Interval, Status: string(rec.Status),
-				X: fmt.Sprintf("%.1f", x0), W: fmt.Sprintf("%.1f", w), Y: y + 2, H: laneH - 4, Title: barTitle(rec, now)})
-		}
-		if len(bars) == 0 {
-			continue
-		}
-		t.Lanes = append(t.Lanes, lane{Job: job, Y: y, LabelY: y + laneH - 5, Bars: bars})
-		y += laneH + laneGap
-	}
-	t.H = y + 4
-	return t
-}
-
-// barTitle is what hovering a bar shows.
-func barTitle(rec scheduler.Record, now time.Time) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s %s attempt %d instance %s", rec.Job, rec.Interval, statusText(string(rec.Status)), rec.Attempt, rec.Instance)
-	fmt.Fprintf(&b, "\nstarted %s, %s", fmtTime(rec.Started), roundDur(duration(rec, now)))
-	if rec.Error != "" {
-		fmt.Fprintf(&b, "\nerror: %s", clip(rec.Error, 300))
-	}
-	if len(rec.Summary) > 0 {
-		fmt.Fprintf(&b, "\nsummary: %s", clip(string(rec.Summary), 300))
-	}
-	return b.String()
-}
-
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}
-
-func earlier(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
-	}
-	return b
 }

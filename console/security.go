@@ -6,9 +6,12 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sluice-data/sluice/scheduler"
 )
@@ -174,7 +177,9 @@ func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
 	c.render(w, http.StatusOK, "login", c.newPage(w, r, "Log in", "", loginData{HasToken: c.Token != ""}))
 }
 
-// login opens a session when the form's token is serve's.
+// login opens a session when the form's token is serve's, unless the
+// client's address sent too many wrong tokens of late (loginFailures a
+// loginWindow: 429 with Retry-After).
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	if !c.checkPost(w, r, false) {
 		return
@@ -183,7 +188,19 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		done(w, r, "This server has no token: actions need no login here.")
 		return
 	}
+	// A client that guessed wrong too often is refused before its token
+	// is looked at, the right one included: else the answer would still
+	// tell a guess right from wrong.
+	addr, now := clientAddr(r), time.Now()
+	if wait := c.logins.blocked(addr, now); wait > 0 {
+		secs := int((wait + time.Second - 1) / time.Second)
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		c.render(w, http.StatusTooManyRequests, "login", c.newPage(w, r, "Log in", "", loginData{HasToken: true,
+			Error: fmt.Sprintf("Too many wrong tokens from %s: try again in %d s.", addr, secs)}))
+		return
+	}
 	if !equal(r.PostFormValue("token"), c.Token) {
+		c.logins.fail(addr, now)
 		c.render(w, http.StatusForbidden, "login", c.newPage(w, r, "Log in", "", loginData{HasToken: true, Error: "That is not serve's token."}))
 		return
 	}

@@ -106,8 +106,10 @@ type chart struct {
 }
 
 type chartBar struct {
-	X, Y, W, H     int
-	Label, Value   string
+	X, Y, W, H   int
+	Label, Value string
+	// Title is what hovering the bar shows ("" for none).
+	Title          string
 	LabelX, LabelY int
 	ValueX, ValueY int
 }
@@ -160,11 +162,18 @@ func histogramChart(buckets []inspect.Bucket) chart {
 		}
 		x := histGap + i*(histBarW+histGap)
 		y := histPad + histH - h
-		ch.Bars = append(ch.Bars, chartBar{X: x, Y: y, W: histBarW, H: h, Label: b.Label, Value: fmtCount(b.Files),
+		ch.Bars = append(ch.Bars, chartBar{X: x, Y: y, W: histBarW, H: h, Label: shortSizes(b.Label), Title: b.Label + ": " + fmtCount(b.Files) + " files", Value: fmtCount(b.Files),
 			LabelX: x + histBarW/2, LabelY: histPad + histH + 16, ValueX: x + histBarW/2, ValueY: y - 4})
 	}
 	return ch
 }
+
+// sizeUnits shorten a bucket's label under its column: "128-192M"
+// fits a column, "128-192MiB" runs into its neighbours' labels. The
+// chart's description and each column's title keep the full label.
+var sizeUnits = strings.NewReplacer("KiB", "K", "MiB", "M", "GiB", "G", "TiB", "T", ">=", "≥")
+
+func shortSizes(label string) string { return sizeUnits.Replace(label) }
 
 // debtChart draws a row per partition with small files, the topDebt
 // with the most small bytes, its length those bytes.

@@ -86,10 +86,14 @@ type History struct {
 
 	// The run index's writers in this process (see index.go): the
 	// logger their failures go to (serve's; none elsewhere) and a lock
-	// per job.
+	// per job; on indexMu, the updates waiting for the batch writer, by
+	// job, and that writer, nil when each update is written with its
+	// record (see index_batch.go).
 	indexLog   atomic.Pointer[slog.Logger]
 	indexMu    sync.Mutex
 	indexLocks map[string]*sync.Mutex
+	pending    map[string]*pendingIndex
+	batcher    *indexBatcher
 }
 
 // leaseExpired tells whether the running record rec, read with etag at

@@ -132,6 +132,11 @@ func (h *History) Recent(ctx context.Context, job string) (JobRuns, error) {
 	if err != nil {
 		return JobRuns{}, err
 	}
+	// This process's own writes show at once, written to the index yet
+	// or not.
+	if runs, changed := mergeRuns(jr.Runs, h.pendingOf(job)); changed {
+		jr.Runs = runs
+	}
 	if jr.Runs == nil {
 		jr.Runs = []Record{}
 	}
@@ -234,27 +239,41 @@ func (h *History) records(ctx context.Context, job string) ([]Record, error) {
 	return out, nil
 }
 
-// indexRecord merges r, just written, into its job's index. It never
-// fails the record's write: the record is the truth and the index a
-// cache, which the next rebuild corrects; a failure is logged at warn
-// where a logger was given (serve), else dropped.
+// indexRecord merges r, just written, into its job's index: later, with
+// the job's next writes, while a batch writer runs (see index_batch.go),
+// else now, with any updates of the job still waiting. It never fails
+// the record's write: the record is the truth and the index a cache,
+// which the next rebuild corrects; a failure is logged at warn where a
+// logger was given (serve), else dropped.
 func (h *History) indexRecord(ctx context.Context, r Record) {
+	if h.queueIndex(r) {
+		return
+	}
 	defer h.lockIndex(r.Job).Unlock()
-	err := h.mergeIndex(ctx, r)
+	recs := append(h.takePending(r.Job), r)
+	h.logIndexError(r.Job, len(recs), h.mergeIndex(ctx, r.Job, recs))
+}
+
+// logIndexError logs err, the failure of n updates of job's index, where
+// a logger was given.
+func (h *History) logIndexError(job string, n int, err error) {
 	if err == nil {
 		return
 	}
 	if log := h.indexLog.Load(); log != nil {
-		log.Warn("run index not updated; its next rebuild corrects it", "job", r.Job, "interval", r.Interval, "error", err)
+		log.Warn("run index not updated; its next rebuild corrects it", "job", job, "records", n, "error", err)
 	}
 }
 
-// mergeIndex merges r into its job's index by compare-and-swap, retrying
-// a lost race after a short jittered wait. An index that is missing (a
-// new job, or a lake from before the index) or unreadable is rebuilt
-// from the records, r among them: merged into nothing it would hide the
-// job's older runs.
-func (h *History) mergeIndex(ctx context.Context, r Record) error {
+// mergeIndex merges recs, records of job written in this order, into the
+// job's index by one compare-and-swap, retrying a lost race after a short
+// jittered wait. An index that is missing (a new job, or a lake from
+// before the index) or unreadable is rebuilt from the records, recs
+// among them: merged into nothing they would hide the job's older runs.
+func (h *History) mergeIndex(ctx context.Context, job string, recs []Record) error {
+	if len(recs) == 0 {
+		return nil
+	}
 	for n := range indexRetries {
 		if n > 0 {
 			wait := time.Duration(1+rand.IntN(1<<min(n, 5))) * time.Millisecond
@@ -262,17 +281,17 @@ func (h *History) mergeIndex(ctx context.Context, r Record) error {
 				return err
 			}
 		}
-		jr, etag, err := h.readIndex(ctx, r.Job)
+		jr, etag, err := h.readIndex(ctx, job)
 		if errors.Is(err, cloud.ErrNotFound) || errors.Is(err, errUnreadableIndex) {
-			_, err := h.rebuild(ctx, r.Job)
+			_, err := h.rebuild(ctx, job)
 			return err
 		}
 		if err != nil {
 			return err
 		}
-		runs, changed := mergeRun(jr.Runs, r)
+		runs, changed := mergeRuns(jr.Runs, recs)
 		if !changed {
-			return nil // a late write the index already has newer than
+			return nil // late writes the index already has newer than
 		}
 		jr.Runs = runs
 		err = h.writeIndex(ctx, &jr, etag)
@@ -280,7 +299,18 @@ func (h *History) mergeIndex(ctx context.Context, r Record) error {
 			return err
 		}
 	}
-	return fmt.Errorf("merge %s/%s into the run index: %w (%d tries)", r.Job, r.Interval, errIndexRace, indexRetries)
+	return fmt.Errorf("merge %d records of %s into the run index: %w (%d tries)", len(recs), job, errIndexRace, indexRetries)
+}
+
+// mergeRuns merges recs into runs in order, as mergeRun does each.
+func mergeRuns(runs, recs []Record) (out []Record, changed bool) {
+	out = runs
+	for _, r := range recs {
+		var c bool
+		out, c = mergeRun(out, r)
+		changed = changed || c
+	}
+	return out, changed
 }
 
 // mergeRun returns runs with r in its interval's place: r replaces the
@@ -355,12 +385,28 @@ func trimRuns(runs []Record) []Record {
 	return slices.Clip(out)
 }
 
-// rebuildIndexes rebuilds every job's index, serveRebuilds at once: serve
-// does at its start what a crash between a record's write and its
-// index's may have left stale.
+// rebuildIndexes is serve's part in the run index, from its start until
+// ctx ends (shutdown). It batches the index updates of serve's runs (see
+// index_batch.go) and rebuilds every job's index, serveRebuilds at once:
+// a crash between a record's write and its index's, or while updates
+// waited for the batch writer, left it stale. At shutdown, before serve
+// waits for its running runs, it writes the updates still waiting and
+// stops the batch writer: the runs' last records are written each with
+// its index update, and nothing waits once Serve returns.
 func (s *Server) rebuildIndexes(ctx context.Context) {
+	h := s.Runner.History
+	h.logIndexTo(s.Runner.log())
+	h.batchIndex(indexDelay)
+	s.rebuildAll(ctx)
+	<-ctx.Done()
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), indexCloseTimeout)
+	defer cancel()
+	_ = h.Close(cctx) // each job not written is logged; the next start rebuilds it
+}
+
+// rebuildAll rebuilds every job's index, serveRebuilds at once.
+func (s *Server) rebuildAll(ctx context.Context) {
 	r := s.Runner
-	r.History.logIndexTo(r.log())
 	began := time.Now()
 	var failed sync.Map
 	g := errgroup.Group{}

@@ -203,37 +203,49 @@ func TestRebuildIndexCorrectsAStaleIndex(t *testing.T) {
 
 // Two runners on one lake (two processes: a History each) backfill the
 // same 24 hours of one job, four at a time, their writes to the job's
-// index racing: every interval is in the index, succeeded.
+// index racing, each update written with its record or by a batch writer
+// (flushing every millisecond, then closed): every interval is in the
+// index, succeeded.
 func TestTwoRunnersLoseNoIndexUpdate(t *testing.T) {
 	for _, kind := range []string{testenv.Local, testenv.S3} {
-		t.Run(kind, func(t *testing.T) {
-			p, h, kinds := indexLake(t, kind, func(ctx context.Context, j *Job, iv Interval) (map[string]any, error) { return nil, nil })
-			clock := newFakeClock(hour(24).End)
-			errs := make(chan error, 2)
-			for i := range 2 {
-				r := &Runner{Pipeline: p, Kinds: kinds, History: &History{Store: h.Store}, Clock: clock, Instance: fmt.Sprintf("i%d", i)}
-				go func() {
-					_, err := r.Backfill(context.Background(), p.Jobs["load"], hour(0).Start, hour(24).Start, 4, RunOptions{})
-					errs <- err
-				}()
-			}
-			for range 2 {
-				if err := <-errs; err != nil {
-					t.Fatal(err)
-				}
-			}
-			jr, _, err := h.readIndex(context.Background(), "load") // as written, not rebuilt
-			if err != nil {
-				t.Fatal(err)
-			}
-			var want strings.Builder
-			for n := 23; n >= 0; n-- {
-				fmt.Fprintf(&want, "%d succeeded 1\n", n)
-			}
-			if got := listed(jr); got != want.String() {
-				t.Fatalf("index lists\n%s\nwant\n%s", got, want.String())
-			}
-		})
+		for _, batched := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/batched=%v", kind, batched), func(t *testing.T) {
+				twoRunnersBackfill(t, kind, batched)
+			})
+		}
+	}
+}
+
+func twoRunnersBackfill(t *testing.T, kind string, batched bool) {
+	p, h, kinds := indexLake(t, kind, func(ctx context.Context, j *Job, iv Interval) (map[string]any, error) { return nil, nil })
+	clock := newFakeClock(hour(24).End)
+	errs := make(chan error, 2)
+	for i := range 2 {
+		hi := &History{Store: h.Store}
+		if batched {
+			hi.batchIndex(time.Millisecond)
+		}
+		r := &Runner{Pipeline: p, Kinds: kinds, History: hi, Clock: clock, Instance: fmt.Sprintf("i%d", i)}
+		go func() {
+			_, err := r.Backfill(context.Background(), p.Jobs["load"], hour(0).Start, hour(24).Start, 4, RunOptions{})
+			errs <- errors.Join(err, hi.Close(context.Background()))
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	jr, _, err := h.readIndex(context.Background(), "load") // as written, not rebuilt
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want strings.Builder
+	for n := 23; n >= 0; n-- {
+		fmt.Fprintf(&want, "%d succeeded 1\n", n)
+	}
+	if got := listed(jr); got != want.String() {
+		t.Fatalf("index lists\n%s\nwant\n%s", got, want.String())
 	}
 }
 

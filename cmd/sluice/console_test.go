@@ -55,7 +55,7 @@ func TestConsole(t *testing.T) {
 	t.Run("jobs page lists every job with its last status", func(t *testing.T) {
 		consoleJobsPage(t, op.For(t, 20*time.Second), adm)
 	})
-	t.Run("timeline has a bar per run of the last day", func(t *testing.T) {
+	t.Run("timeline accounts for every run of the last day", func(t *testing.T) {
 		consoleTimeline(t, op.For(t, 20*time.Second), adm)
 	})
 	t.Run("runs page filters by job and by status", func(t *testing.T) {
@@ -126,19 +126,22 @@ func newConsoleLake(t *testing.T) *consoleLake {
 	}
 	schedule := "CRON_TZ=UTC 0 0 " + strings.Join(ticks, ",") + " * * *"
 	brokers := trickleKafka(t, l.hours[0].Add(5*time.Minute))
-	os.WriteFile(l.config, []byte(`lake: `+l.lake+`
+	// The locations are relative, as a user's pipeline beside its lake
+	// would have them, and every command runs in dir: the pages show
+	// lake/events, not the test's temporary folder.
+	os.WriteFile(l.config, []byte(`lake: lake
 tables:
   events:
-    location: `+l.lake+`/events
+    location: lake/events
     schema: "event_id:uuid,list_id:int64,tally:int32,event_time:timestamp"
     partition_by: day(event_time)
   clicks:
-    location: `+l.lake+`/clicks
+    location: lake/clicks
     schema: "click_id:int64,page:string,at:timestamp"
 jobs:
   ingest-events:
     schedule: "`+schedule+`"
-    ingest: {table: events, from: "`+land+`", format: jsonl}
+    ingest: {table: events, from: land, format: jsonl}
   compact-events:
     after: [ingest-events]
     compact: {table: events, min_input_files: 2, partition: date=2024-05-01}
@@ -150,7 +153,7 @@ jobs:
     ingest: {table: clicks, from: "kafka://`+brokers+`/clicks"}
 `), 0o644)
 
-	r := sluice(t, nil, "backfill", "--config", l.config, "ingest-events",
+	r := l.sluice(t, "backfill", "--config", "pipeline.yaml", "ingest-events",
 		"--from", l.hours[0].Format(time.RFC3339), "--to", l.hours[len(l.hours)-1].Format(time.RFC3339))
 	if r.code != 1 || !strings.Contains(r.stderr, "connection refused") {
 		t.Fatalf("backfill: exit %d, want 1 for the publish that cannot connect: %s", r.code, r.stderr)
@@ -159,11 +162,30 @@ jobs:
 	return l
 }
 
+// sluice runs the built binary in the pipeline's folder, as a user
+// there would.
+func (l *consoleLake) sluice(t *testing.T, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(sluiceBin, args...)
+	cmd.Dir = l.dir
+	cmd.Env = os.Environ()
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return result{code, out.String(), errb.String()}
+}
+
 // cancelledRun runs stream-clicks for the oldest hour until its record
 // says running, then stops it as an operator's Ctrl-C would.
 func (l *consoleLake) cancelledRun(t *testing.T) {
-	cmd := exec.Command(sluiceBin, "run", "--config", l.config, "stream-clicks", "--at", l.hours[1].Format(time.RFC3339))
-	cmd.Env = os.Environ()
+	cmd := exec.Command(sluiceBin, "run", "--config", "pipeline.yaml", "stream-clicks", "--at", l.hours[1].Format(time.RFC3339))
+	cmd.Dir, cmd.Env = l.dir, os.Environ()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -224,6 +246,7 @@ func trickleKafka(t *testing.T, ts time.Time) string {
 type consoleAdmin struct {
 	base string // http://127.0.0.1:PORT
 	lake string
+	dir  string // the pipeline's folder, which no page shows
 	mu   sync.Mutex
 	logs []string
 }
@@ -232,14 +255,14 @@ type consoleAdmin struct {
 // waits until its catch-up run of stream-clicks is running; the test's
 // end stops it with SIGTERM.
 func (l *consoleLake) serve(t *testing.T) *consoleAdmin {
-	cmd := exec.Command(sluiceBin, "serve", "--config", l.config, "--listen", "127.0.0.1:0", "--token", consoleToken,
+	cmd := exec.Command(sluiceBin, "serve", "--config", "pipeline.yaml", "--listen", "127.0.0.1:0", "--token", consoleToken,
 		"--log-format", "json", "--grace", "1s")
-	cmd.Env = os.Environ()
+	cmd.Dir, cmd.Env = l.dir, os.Environ()
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	adm := &consoleAdmin{lake: l.lake}
+	adm := &consoleAdmin{lake: l.lake, dir: l.dir}
 	listen, read := make(chan string, 1), make(chan struct{})
 	go func() {
 		defer close(read)
@@ -346,7 +369,15 @@ func (adm *consoleAdmin) waitFor(t *testing.T, what string, ok func(apiRuns) boo
 
 // screenshot saves the tab's page as NAME.png in $SLUICE_SCREENSHOTS,
 // when that is set.
-func screenshot(tab *browsertest.Tab, name string) {
+func screenshot(t *testing.T, tab *browsertest.Tab, adm *consoleAdmin, name string) {
+	t.Helper()
+	// A landing checkpoint's key is its source's absolute URL, as ingest
+	// records it: the one place a page may show the folder.
+	var body string
+	tab.Eval(`(() => { const b = document.body.cloneNode(true); b.querySelectorAll("table#checkpoints").forEach(e => e.remove()); return b.textContent })()`, &body)
+	if strings.Contains(body, adm.dir) {
+		t.Errorf("the %s page shows the test's folder %s:\n%s", name, adm.dir, body)
+	}
 	if dir := os.Getenv("SLUICE_SCREENSHOTS"); dir != "" {
 		tab.Screenshot(filepath.Join(dir, name+".png"))
 	}
@@ -439,12 +470,16 @@ func consoleJobsPage(t *testing.T, tab *browsertest.Tab, adm *consoleAdmin) {
 			t.Errorf("%s: no Run now form with its CSRF token", job)
 		}
 	}
-	screenshot(tab, "jobs")
+	screenshot(t, tab, adm, "jobs")
 }
 
-// consoleTimeline compares the timeline's bars with /api/runs: every run
-// of the lake (all of the last day) has one bar, of its status, linking
-// to its page, in its job's lane.
+// consoleTimeline compares the timeline's bars with /api/runs: every
+// run of the lake (all of the last day) is counted by one bar of its
+// job's lane. A run alone in its five minutes has its own bar, of its
+// status, linking to its page; runs that started in the same five
+// minutes (here, the backfill's, moments apart) share one, of their
+// worst status, saying how many and how many failed, linking to the
+// job's runs. Every bar can be seen and is in its status's colour.
 func consoleTimeline(t *testing.T, tab *browsertest.Tab, adm *consoleAdmin) {
 	tab.Open(adm.base + "/")
 	a := adm.runs(t, "")
@@ -461,6 +496,7 @@ func consoleTimeline(t *testing.T, tab *browsertest.Tab, adm *consoleAdmin) {
 	// the page ("" when no text has that status).
 	type bar struct {
 		Lane, Href, Status, Class, Title, Fill, Want string
+		Runs, Failed                                 int
 		Visible                                      float64
 	}
 	var bars []bar
@@ -473,35 +509,52 @@ func consoleTimeline(t *testing.T, tab *browsertest.Tab, adm *consoleAdmin) {
 			const b = r.getBoundingClientRect(), st = r.getAttribute("data-status") || "";
 			return {Lane: g ? g.dataset.job : "", Href: a.getAttribute("href") || "", Status: st, Class: r.getAttribute("class") || "",
 				Title: r.querySelector("title") ? r.querySelector("title").textContent : "",
+				Runs: Number(r.dataset.runs), Failed: Number(r.dataset.failed),
 				Fill: getComputedStyle(r).fill, Want: colour(st),
 				Visible: Math.max(0, Math.min(b.right, svg.right) - Math.max(b.left, svg.left))};
 		});
 	})()`, &bars)
-	got := map[string]bar{}
-	for _, b := range bars {
-		if _, dup := got[b.Href]; dup {
-			t.Errorf("two bars link to %s", b.Href)
-		}
-		got[b.Href] = b
+	severity := map[string]int{"succeeded": 1, "skipped": 2, "cancelled": 3, "running": 4, "upstream_failed": 5, "failed": 6}
+	type tally struct {
+		runs, failed int
+		worst        string
 	}
-	if len(bars) != len(a.Runs) {
-		t.Errorf("%d bars, /api/runs lists %d runs", len(bars), len(a.Runs))
-	}
+	got, want := map[string]tally{}, map[string]tally{}
+	byHref := map[string]apiRun{}
 	for _, r := range a.Runs {
-		href := "/runs/" + r.Job + "/" + r.Interval
-		b, ok := got[href]
-		switch {
-		case !ok:
-			t.Errorf("no bar links to %s (%s)", href, r.Status)
-		case b.Status != r.Status || !strings.Contains(" "+b.Class+" ", " st-"+r.Status+" "):
-			t.Errorf("bar of %s: data-status %q, class %q; /api/runs says %s", href, b.Status, b.Class, r.Status)
-		case b.Lane != r.Job || b.Title == "":
-			t.Errorf("bar of %s: in lane %q with title %q; want lane %s and a title", href, b.Lane, b.Title, r.Job)
-		case b.Visible < 1:
-			t.Errorf("bar of %s: %.1f px of it inside the timeline's drawing; a person cannot see or click it", href, b.Visible)
-		case b.Want != "" && b.Fill != b.Want:
-			t.Errorf("bar of %s (%s): filled %s, the page's %s text is %s", href, r.Status, b.Fill, r.Status, b.Want)
+		byHref["/runs/"+r.Job+"/"+r.Interval] = r
+		w := want[r.Job]
+		w.runs++
+		if r.Status == "failed" || r.Status == "upstream_failed" {
+			w.failed++
 		}
+		if severity[r.Status] > severity[w.worst] {
+			w.worst = r.Status
+		}
+		want[r.Job] = w
+	}
+	for _, b := range bars {
+		g := got[b.Lane]
+		g.runs, g.failed = g.runs+b.Runs, g.failed+b.Failed
+		if severity[b.Status] > severity[g.worst] {
+			g.worst = b.Status
+		}
+		got[b.Lane] = g
+		switch {
+		case !strings.Contains(" "+b.Class+" ", " st-"+b.Status+" ") || !strings.Contains(b.Title, b.Status):
+			t.Errorf("bar %s: data-status %q, class %q, title %q; want its status as class and in its title", b.Href, b.Status, b.Class, b.Title)
+		case b.Runs == 1 && (byHref[b.Href].Status != b.Status || byHref[b.Href].Job != b.Lane):
+			t.Errorf("a run's bar links to %s (%s, lane %s); /api/runs has %+v", b.Href, b.Status, b.Lane, byHref[b.Href])
+		case b.Runs > 1 && (b.Href != "/runs?job="+b.Lane || !strings.Contains(b.Title, fmt.Sprintf("%d runs, %d failed", b.Runs, b.Failed))):
+			t.Errorf("a bar of %d runs in lane %s links to %s, title %q; want the job's runs and its count", b.Runs, b.Lane, b.Href, b.Title)
+		case b.Visible < 1:
+			t.Errorf("bar %s: %.1f px of it inside the timeline's drawing; a person cannot see or click it", b.Href, b.Visible)
+		case b.Want != "" && b.Fill != b.Want:
+			t.Errorf("bar %s (%s): filled %s, the page's %s text is %s", b.Href, b.Status, b.Fill, b.Status, b.Want)
+		}
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("the lanes' bars count runs, failures and worst statuses %+v; /api/runs has %+v", got, want)
 	}
 }
 
@@ -513,7 +566,7 @@ func consoleRunsFilter(t *testing.T, tab *browsertest.Tab, adm *consoleAdmin) {
 	if n, all := tab.Count("#runs tr[data-job]"), len(adm.runs(t, "").Runs); n != all {
 		t.Errorf("/runs shows %d runs, /api/runs %d", n, all)
 	}
-	screenshot(tab, "runs")
+	screenshot(t, tab, adm, "runs")
 	for _, f := range []struct{ name, value string }{{"job", "publish-events"}, {"status", "failed"}, {"status", "cancelled"}} {
 		tab.Open(adm.base + "/runs")
 		sel := fmt.Sprintf(`form[method=get] select[name=%s]`, f.name)
@@ -562,7 +615,7 @@ func consoleFailedRun(t *testing.T, tab *browsertest.Tab, adm *consoleAdmin) {
 			t.Errorf("the failed run's page does not show %q:\n%s", want, body)
 		}
 	}
-	screenshot(tab, "run")
+	screenshot(t, tab, adm, "run")
 }
 
 // consoleTables follows the tables page's link to events: its page draws
@@ -575,7 +628,7 @@ func consoleTables(t *testing.T, tab *browsertest.Tab, adm *consoleAdmin) {
 			t.Errorf("the tables page has no link to /tables/%s", name)
 		}
 	}
-	screenshot(tab, "tables")
+	screenshot(t, tab, adm, "tables")
 	if code := tab.Click(`#tables a[href="/tables/events"]`); code != http.StatusOK {
 		t.Fatalf("/tables/events: status %d", code)
 	}
@@ -599,7 +652,7 @@ func consoleTables(t *testing.T, tab *browsertest.Tab, adm *consoleAdmin) {
 	if len(reasons) != 1 || !strings.Contains(reasons[0], "event_id") || tab.Text("table#quarantine tbody tr td:last-child") != "1" {
 		t.Errorf("quarantine reasons %q; want one, about event_id, counted 1", reasons)
 	}
-	screenshot(tab, "table")
+	screenshot(t, tab, adm, "table")
 }
 
 // consoleActions: a browser without a session sees no action forms and
