@@ -166,19 +166,7 @@ jobs:
 // there would.
 func (l *consoleLake) sluice(t *testing.T, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(sluiceBin, args...)
-	cmd.Dir = l.dir
-	cmd.Env = os.Environ()
-	var out, errb strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return result{code, out.String(), errb.String()}
+	return runSluice(t, l.dir, os.Environ(), args...)
 }
 
 // cancelledRun runs stream-clicks for the oldest hour until its record

@@ -41,8 +41,15 @@ type result struct {
 // endpoints and credentials in its environment.
 func sluice(t *testing.T, env []string, args ...string) result {
 	t.Helper()
+	return runSluice(t, "", append(append(os.Environ(), testenv.Env()...), env...), args...)
+}
+
+// runSluice runs the built binary in dir ("": the test's own) with
+// exactly the environment env.
+func runSluice(t *testing.T, dir string, env []string, args ...string) result {
+	t.Helper()
 	cmd := exec.Command(sluiceBin, args...)
-	cmd.Env = append(append(os.Environ(), testenv.Env()...), env...)
+	cmd.Dir, cmd.Env = dir, env
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
