@@ -32,6 +32,11 @@
 // failed index write never fails the record's, a missing or unreadable
 // index is rebuilt from the records when read, and serve rebuilds every
 // job's at its start (a crash between the two writes leaves it stale).
+// In serve the index writes are batched (History.Flush, Close): a job's
+// updates wait up to a second and go in one compare-and-swap, and what is
+// still waiting is written at shutdown; a crash may lose the last
+// second's updates, which the rebuild at serve's next start puts back.
+// run and backfill write through.
 // Each index has a folder of its own: on local disk a compare-and-swap
 // locks its folder, and 200 jobs' indexes in one folder would take turns.
 //
