@@ -36,8 +36,10 @@ const (
 	indexCap = 500
 	// indexRetries is how many times a write of the index is tried
 	// against other writers before it is given up (the index is a cache:
-	// the next rebuild corrects it).
-	indexRetries = 8
+	// the next rebuild corrects it). Eight lost to two backfills of four
+	// runs each under the race detector; sixteen, with waits growing to
+	// 64 ms, outlast such a burst.
+	indexRetries = 16
 	// indexReaders bounds RecentAll's reads at once.
 	indexReaders = 16
 	// rebuildReaders bounds one rebuild's record reads at once.
@@ -276,7 +278,7 @@ func (h *History) mergeIndex(ctx context.Context, job string, recs []Record) err
 	}
 	for n := range indexRetries {
 		if n > 0 {
-			wait := time.Duration(1+rand.IntN(1<<min(n, 5))) * time.Millisecond
+			wait := time.Duration(1+rand.IntN(1<<min(n, 6))) * time.Millisecond
 			if err := sleep(ctx, RealClock{}, wait); err != nil {
 				return err
 			}
