@@ -1,7 +1,6 @@
 package compact
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"crypto/rand"
@@ -10,12 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"io"
+	"regexp"
 	"strings"
 	"time"
 
 	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/cloud"
+	"github.com/sluice-data/sluice/internal/claim"
 )
 
 // A compaction spread over many workers (Kubernetes Indexed Job pods, or
@@ -30,11 +30,19 @@ import (
 // and the units committed in the table's own manifest, as the checkpoint
 // WorkCheckpoint, so that a unit is committed at most once whatever
 // crashes: the commit that adds a unit's outputs records it.
+// Vacuum deletes a plan's folder once every object in it is older than
+// its retention, whether the plan was done or abandoned.
 const workPrefix = "_sluice/work/"
 
-// WorkCheckpoint is the manifest checkpoint listing, per open plan, the
-// units committed: {"<plan id>": ["u00001", ...]}. A plan's entry is
-// dropped a week after the plan was made.
+// rollupPlans starts the folders of rollup plans under workPrefix
+// (_sluice/work/rollup-<id>/): no compaction plan is named so, and none
+// of them is a compaction plan.
+const rollupPlans = "rollup-"
+
+// WorkCheckpoint is the manifest checkpoint listing, per open plan, when
+// it was made and the units committed:
+// {"<plan id>": {"created": "2026-12-05T21:00:00Z", "units": ["u00001", ...]}}.
+// A plan's entry is dropped a week after the plan was made.
 const WorkCheckpoint = "compact-work"
 
 // workKeep is how long a plan's committed units stay in WorkCheckpoint.
@@ -89,21 +97,55 @@ func (u Unit) Shard(n int) int {
 }
 
 // PlanWork plans a compaction of t as Run would and writes the plan
-// create-only under _sluice/work/. When there is nothing to compact it
-// writes nothing and returns a plan with no units and no ID.
+// create-only under _sluice/work/, under an id made of the time and a
+// random part. When there is nothing to compact it writes nothing and
+// returns a plan with no units and no ID.
 func PlanWork(ctx context.Context, t Table, o PlanOptions, now time.Time) (*WorkPlan, error) {
+	wp, _, err := PlanWorkNamed(ctx, t, o, "", now)
+	return wp, err
+}
+
+// validPlanID is what a plan id given by its caller may be: a Kubernetes
+// Job's or an Argo workflow's name fits.
+var validPlanID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+// ErrBadPlanID is returned for a plan id that is not a plain name.
+var ErrBadPlanID = errors.New("plan id: want letters, digits, '.', '_' and '-', at most 128, starting with a letter or digit")
+
+// PlanWorkNamed is PlanWork under the id given, when one is: the pods of
+// one Kubernetes Job, each started with the Job's name, agree on their
+// plan without talking. A plan of that id written before is returned as
+// it is (created false), whoever wrote it; a named plan with nothing to
+// do is written too, with no units, so that the workers waiting for it
+// see it and finish.
+func PlanWorkNamed(ctx context.Context, t Table, o PlanOptions, id string, now time.Time) (*WorkPlan, bool, error) {
+	if id != "" {
+		if !validPlanID.MatchString(id) {
+			return nil, false, fmt.Errorf("%q: %w", id, ErrBadPlanID)
+		}
+		if strings.HasPrefix(id, rollupPlans) {
+			return nil, false, fmt.Errorf("%q: %w (and not starting with %q, which names rollup plans)", id, ErrBadPlanID, rollupPlans)
+		}
+		wp, err := ReadPlan(ctx, t.Store(), id)
+		if err == nil {
+			return wp, false, nil
+		}
+		if !errors.Is(err, ErrNoPlan) {
+			return nil, false, err
+		}
+	}
 	m, err := t.Latest(ctx)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	o.TargetFileSize = cmp.Or(o.TargetFileSize, m.TargetFileSize())
 	files, err := t.Files(ctx, m)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	p, err := PlanCompaction(files, o)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	wp := &WorkPlan{Table: m.Identity(t.Store().URL("")), Version: m.Version, Created: now.UTC(), Schema: m.Schema,
 		TargetFileSize: o.TargetFileSize}
@@ -111,20 +153,47 @@ func PlanWork(ctx context.Context, t Table, o PlanOptions, now time.Time) (*Work
 		wp.Units = append(wp.Units, Unit{ID: fmt.Sprintf("u%05d", i+1), Partition: b.Partition, Outputs: b.Outputs,
 			Bytes: b.Bytes, Inputs: b.Inputs})
 	}
-	if len(wp.Units) == 0 {
-		return wp, nil
+	if len(wp.Units) == 0 && id == "" {
+		return wp, false, nil
 	}
-	var rnd [4]byte
-	_, _ = rand.Read(rnd[:])
-	wp.ID = now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(rnd[:])
+	wp.ID = id
+	if id == "" {
+		var rnd [4]byte
+		_, _ = rand.Read(rnd[:])
+		wp.ID = now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(rnd[:])
+	}
 	data, err := json.Marshal(wp)
 	if err != nil {
-		return nil, fmt.Errorf("encode plan: %w", err)
+		return nil, false, fmt.Errorf("encode plan: %w", err)
 	}
-	if _, _, err := putOnce(ctx, t.Store(), planKey(wp.ID), data); err != nil {
-		return nil, fmt.Errorf("write plan %s: %w", wp.ID, err)
+	_, won, err := claim.PutOnce(ctx, t.Store(), planKey(wp.ID), data)
+	if err != nil {
+		return nil, false, fmt.Errorf("write plan %s: %w", wp.ID, err)
 	}
-	return wp, nil
+	if !won {
+		// Another planner of the same id wrote first: its plan is the
+		// one every worker reads.
+		theirs, err := ReadPlan(ctx, t.Store(), wp.ID)
+		return theirs, false, err
+	}
+	return wp, true, nil
+}
+
+// WaitPlan reads plan id of the table in st, waiting for it to be
+// written (by the worker that plans) as long as ctx allows, looking
+// again every poll.
+func WaitPlan(ctx context.Context, st cloud.Store, id string, poll time.Duration) (*WorkPlan, error) {
+	for {
+		wp, err := ReadPlan(ctx, st, id)
+		if !errors.Is(err, ErrNoPlan) {
+			return wp, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for plan %s: %w (%w)", cmp.Or(id, "(newest open)"), ErrNoPlan, context.Cause(ctx))
+		case <-time.After(poll):
+		}
+	}
 }
 
 func planKey(id string) string         { return workPrefix + id + "/plan.json" }
@@ -151,7 +220,10 @@ func ReadPlan(ctx context.Context, st cloud.Store, id string) (*WorkPlan, error)
 			return nil, err
 		}
 	}
-	data, err := getObject(ctx, st, planKey(id))
+	if strings.HasPrefix(id, rollupPlans) {
+		return nil, fmt.Errorf("plan %s: a rollup plan's folder: %w", id, ErrNoPlan)
+	}
+	data, _, err := claim.Read(ctx, st, planKey(id))
 	if errors.Is(err, cloud.ErrNotFound) {
 		return nil, fmt.Errorf("plan %s: %w", id, ErrNoPlan)
 	}
@@ -160,18 +232,19 @@ func ReadPlan(ctx context.Context, st cloud.Store, id string) (*WorkPlan, error)
 	}
 	var wp WorkPlan
 	if err := json.Unmarshal(data, &wp); err != nil {
-		return nil, fmt.Errorf("plan %s: %w", st.URL(planKey(id)), err)
+		return nil, fmt.Errorf("plan %s: %w", cloud.Redact(st.URL(planKey(id))), err)
 	}
 	return &wp, nil
 }
 
-// newestOpenPlan is the id of the newest plan without a done marker.
+// newestOpenPlan is the id of the newest compaction plan without a done
+// marker: rollup plans, beside them, are left out.
 func newestOpenPlan(ctx context.Context, st cloud.Store) (string, error) {
 	plans, done := map[string]bool{}, map[string]bool{}
 	err := st.List(ctx, workPrefix, func(o cloud.ObjectInfo) error {
 		id, rest, ok := strings.Cut(strings.TrimPrefix(o.Key, workPrefix), "/")
 		switch {
-		case !ok:
+		case !ok, strings.HasPrefix(id, rollupPlans):
 		case rest == "plan.json":
 			plans[id] = true
 		case rest == "done":
@@ -192,47 +265,4 @@ func newestOpenPlan(ctx context.Context, st cloud.Store) (string, error) {
 		return "", ErrNoPlan
 	}
 	return newest, nil
-}
-
-// getObject reads a whole object.
-func getObject(ctx context.Context, st cloud.Store, key string) ([]byte, error) {
-	data, _, err := getObjectTag(ctx, st, key)
-	return data, err
-}
-
-func getObjectTag(ctx context.Context, st cloud.Store, key string) ([]byte, string, error) {
-	rc, info, err := st.Get(ctx, key)
-	if err != nil {
-		return nil, "", err
-	}
-	defer rc.Close()
-	data, err := io.ReadAll(rc)
-	return data, info.ETag, err
-}
-
-// putOnce creates key with data, create-only. won tells whether this
-// write is the one that exists: a write whose outcome was unknown is
-// settled by reading the object back and comparing its bytes (every
-// writer's data holds something only it writes).
-func putOnce(ctx context.Context, st cloud.Store, key string, data []byte) (etag string, won bool, err error) {
-	return putSettled(ctx, st, key, data, cloud.PutOptions{IfAbsent: true})
-}
-
-// putSettled is a conditional put whose unknown outcome is settled by
-// reading back.
-func putSettled(ctx context.Context, st cloud.Store, key string, data []byte, opts cloud.PutOptions) (string, bool, error) {
-	info, err := st.Put(ctx, key, bytes.NewReader(data), int64(len(data)), opts)
-	switch {
-	case err == nil:
-		return info.ETag, true, nil
-	case errors.Is(err, cloud.ErrPreconditionFailed):
-		return "", false, nil
-	case !errors.Is(err, cloud.ErrOutcomeUnknown):
-		return "", false, err
-	}
-	got, etag, rerr := getObjectTag(ctx, st, key)
-	if rerr != nil {
-		return "", false, fmt.Errorf("%w (reading it back: %v)", err, rerr)
-	}
-	return etag, bytes.Equal(got, data), nil
 }

@@ -201,3 +201,135 @@ func TestUnitWhoseInputsWereReplacedIsDropped(t *testing.T) {
 		t.Fatalf("rows changed by vacuum: %d before, %d after", len(before), len(after))
 	}
 }
+
+// Pods of one Job plan under the Job's name: the first planner writes the
+// plan and every other gets that same plan back; a worker started before
+// it waits for it; a named plan with nothing to do is still written, so
+// its waiters finish; and the manifest's record of committed units says
+// when the plan was made, so that old entries age out.
+func TestNamedPlanIsOneForEveryPod(t *testing.T) {
+	ctx := context.Background()
+	tbl := smallFileTable(t, testenv.Location(t, testenv.Local), 2, 8, 50)
+	defer tbl.Close()
+	if _, _, err := compact.PlanWorkNamed(ctx, tbl, compact.PlanOptions{}, "job/../x", time.Now()); !errors.Is(err, compact.ErrBadPlanID) {
+		t.Fatalf("a plan id with a slash: %v; want ErrBadPlanID", err)
+	}
+	waited := make(chan *compact.WorkPlan, 1)
+	go func() {
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		wp, err := compact.WaitPlan(wctx, tbl.Store(), "nightly-29384756", 20*time.Millisecond)
+		if err != nil {
+			t.Errorf("waiting for the plan: %v", err)
+		}
+		waited <- wp
+	}()
+	opts := compact.PlanOptions{TargetFileSize: 32 << 10}
+	plans := make([]*compact.WorkPlan, 3)
+	created := make([]bool, 3)
+	var wg sync.WaitGroup
+	for i := range plans {
+		wg.Go(func() {
+			var err error
+			if plans[i], created[i], err = compact.PlanWorkNamed(ctx, tbl, opts, "nightly-29384756", time.Now()); err != nil {
+				t.Errorf("planner %d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	wrote := 0
+	for i, p := range plans {
+		if created[i] {
+			wrote++
+		}
+		if p.ID != "nightly-29384756" || p.Created != plans[0].Created || len(p.Units) != len(plans[0].Units) {
+			t.Errorf("planner %d got plan %s made %s with %d units; want every planner to get the one plan", i, p.ID, p.Created, len(p.Units))
+		}
+	}
+	if wrote != 1 || len(plans[0].Units) == 0 {
+		t.Fatalf("%d planners wrote the plan (%d units); want exactly one, with units", wrote, len(plans[0].Units))
+	}
+	if wp := <-waited; wp == nil || wp.ID != plans[0].ID {
+		t.Fatalf("the waiting worker got %v; want the plan", wp)
+	}
+	if _, err := compact.Work(ctx, tbl, "nightly-29384756", compact.WorkerOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := compact.CommitWork(ctx, tbl, "nightly-29384756", compact.CommitOptions{})
+	if err != nil || !c.Done || len(c.Committed) != len(plans[0].Units) {
+		t.Fatalf("commit: %+v, %v; want every unit committed and the plan done", c, err)
+	}
+	m, err := tbl.Latest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cp map[string]struct {
+		Created time.Time `json:"created"`
+		Units   []string  `json:"units"`
+	}
+	if err := json.Unmarshal(m.Checkpoints[compact.WorkCheckpoint], &cp); err != nil {
+		t.Fatalf("checkpoint %s: %v", compact.WorkCheckpoint, err)
+	}
+	if e := cp["nightly-29384756"]; !e.Created.Equal(plans[0].Created) || len(e.Units) != len(plans[0].Units) {
+		t.Errorf("checkpoint entry %+v; want the plan's time and its %d units", e, len(plans[0].Units))
+	}
+
+	// Nothing left to compact: the next Job's plan is written, empty, and
+	// its workers and committer finish at once.
+	empty, made, err := compact.PlanWorkNamed(ctx, tbl, opts, "nightly-29384757", time.Now())
+	if err != nil || !made || len(empty.Units) != 0 {
+		t.Fatalf("plan with nothing to do: %+v made %v, %v; want it written with no units", empty, made, err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if r, err := compact.Work(wctx, tbl, "nightly-29384757", compact.WorkerOptions{}); err != nil || len(r.Units) != 0 {
+		t.Fatalf("worker on an empty plan: %+v, %v", r, err)
+	}
+	if c, err := compact.CommitWork(wctx, tbl, "nightly-29384757", compact.CommitOptions{}); err != nil || !c.Done {
+		t.Fatalf("commit of an empty plan: %+v, %v; want done", c, err)
+	}
+}
+
+// Rollup plans live beside compaction plans, under
+// _sluice/work/rollup-<id>/: a compaction worker or committer given no
+// plan id takes the newest open compaction plan, never a rollup plan,
+// however new, and no compaction plan may be named like a rollup plan's
+// folder.
+func TestNewestOpenPlanIsACompactionPlan(t *testing.T) {
+	ctx := context.Background()
+	tbl := smallFileTable(t, t.TempDir(), 2, 8, 50)
+	defer tbl.Close()
+	plan, err := compact.PlanWork(ctx, tbl, compact.PlanOptions{TargetFileSize: 32 << 10}, time.Now())
+	if err != nil || len(plan.Units) == 0 {
+		t.Fatalf("plan: %+v, %v; want units", plan, err)
+	}
+	// An open rollup plan, newer than the compaction plan by its name.
+	rollupPlan := `{"plan_id":"nightly-9","created":"2099-01-01T00:00:00Z","shards":2,"empty":false}`
+	if _, err := tbl.Store().Put(ctx, "_sluice/work/rollup-nightly-9/plan.json", strings.NewReader(rollupPlan),
+		int64(len(rollupPlan)), cloud.PutOptions{IfAbsent: true}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := compact.ReadPlan(ctx, tbl.Store(), "")
+	if err != nil || got.ID != plan.ID {
+		t.Fatalf("newest open plan: %v, %v; want the compaction plan %s", got, err, plan.ID)
+	}
+	if _, err := compact.ReadPlan(ctx, tbl.Store(), "rollup-nightly-9"); !errors.Is(err, compact.ErrNoPlan) {
+		t.Errorf("reading the rollup plan's folder as a compaction plan: %v; want ErrNoPlan", err)
+	}
+	if _, _, err := compact.PlanWorkNamed(ctx, tbl, compact.PlanOptions{}, "rollup-nightly-9", time.Now()); !errors.Is(err, compact.ErrBadPlanID) {
+		t.Errorf("a compaction plan named like a rollup plan's folder: %v; want ErrBadPlanID", err)
+	}
+	if r, err := compact.Work(ctx, tbl, "", compact.WorkerOptions{}); err != nil || r.PlanID != plan.ID {
+		t.Fatalf("worker: %+v, %v; want it on plan %s", r, err, plan.ID)
+	}
+	c, err := compact.CommitWork(ctx, tbl, "", compact.CommitOptions{})
+	if err != nil || c.PlanID != plan.ID || !c.Done {
+		t.Fatalf("commit: %+v, %v; want plan %s committed and done", c, err, plan.ID)
+	}
+	if got, err := compact.ReadPlan(ctx, tbl.Store(), ""); !errors.Is(err, compact.ErrNoPlan) {
+		t.Fatalf("with only the rollup plan open: %v, %v; want ErrNoPlan", got, err)
+	}
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/cloud"
+	"github.com/sluice-data/sluice/internal/claim"
 )
 
 // CommitOptions tune CommitWork.
@@ -104,7 +105,7 @@ func CommitWork(ctx context.Context, t Table, planID string, o CommitOptions) (C
 		}
 	}
 	if len(res.Pending) == 0 {
-		if _, _, err := putOnce(ctx, st, doneKey(plan.ID), []byte(plan.ID+"\n")); err != nil {
+		if _, _, err := claim.PutOnce(ctx, st, doneKey(plan.ID), []byte(plan.ID+"\n")); err != nil {
 			return res, fmt.Errorf("close plan %s: %w", plan.ID, err)
 		}
 		res.Done = true
@@ -112,7 +113,9 @@ func CommitWork(ctx context.Context, t Table, planID string, o CommitOptions) (C
 	return res, nil
 }
 
-// readResults reads every result of plan, by unit.
+// readResults reads every result of plan, by unit, several at once:
+// with a store's latency, reading a hundred results one after another
+// would be most of a commit's time.
 func readResults(ctx context.Context, st cloud.Store, plan *WorkPlan) (map[string]UnitResult, error) {
 	out := map[string]UnitResult{}
 	prefix := resultsPrefix(plan.ID)
@@ -123,14 +126,14 @@ func readResults(ctx context.Context, st cloud.Store, plan *WorkPlan) (map[strin
 	}); err != nil {
 		return nil, fmt.Errorf("list results of plan %s: %w", plan.ID, err)
 	}
-	for _, key := range keys {
-		data, err := getObject(ctx, st, key)
-		if err != nil {
-			return nil, fmt.Errorf("read result %s: %w", key, err)
-		}
+	all, err := claim.ReadMany(ctx, st, keys, 0)
+	if err != nil {
+		return nil, fmt.Errorf("results of plan %s: %w", plan.ID, err)
+	}
+	for i, key := range keys {
 		var r UnitResult
-		if err := json.Unmarshal(data, &r); err != nil || r.Unit+".json" != strings.TrimPrefix(key, prefix) {
-			return nil, fmt.Errorf("result %s: unreadable (%v)", st.URL(key), err)
+		if err := json.Unmarshal(all[i], &r); err != nil || r.Unit+".json" != strings.TrimPrefix(key, prefix) {
+			return nil, fmt.Errorf("result %s: unreadable (%v)", cloud.Redact(st.URL(key)), err)
 		}
 		for i := range r.Outputs {
 			r.Outputs[i].Partition = r.Partition
@@ -140,12 +143,36 @@ func readResults(ctx context.Context, st cloud.Store, plan *WorkPlan) (map[strin
 	return out, nil
 }
 
+// workEntry is one plan's entry in WorkCheckpoint.
+type workEntry struct {
+	Created time.Time `json:"created"`
+	Units   []string  `json:"units"`
+}
+
+// UnmarshalJSON also reads the first form of an entry, the bare list of
+// units (the plan's time is then read from its id).
+func (e *workEntry) UnmarshalJSON(data []byte) error {
+	if len(data) > 0 && data[0] == '[' {
+		return json.Unmarshal(data, &e.Units)
+	}
+	type plain workEntry
+	return json.Unmarshal(data, (*plain)(e))
+}
+
+// made is when the entry's plan was made, if known.
+func (e workEntry) made(id string) (time.Time, bool) {
+	if !e.Created.IsZero() {
+		return e.Created, true
+	}
+	return parsePlanTime(id)
+}
+
 // committedUnits are the units of plan id that m's WorkCheckpoint lists.
 func committedUnits(m *catalog.Manifest, id string) map[string]bool {
-	var cp map[string][]string
+	var cp map[string]workEntry
 	_ = json.Unmarshal(m.Checkpoints[WorkCheckpoint], &cp)
 	out := map[string]bool{}
-	for _, u := range cp[id] {
+	for _, u := range cp[id].Units {
 		out[u] = true
 	}
 	return out
@@ -177,24 +204,27 @@ func commitBatch(ctx context.Context, t Table, plan *WorkPlan, units map[string]
 	now := o.Now()
 	ch.CheckpointMerge = map[string]func(json.RawMessage) (json.RawMessage, error){
 		WorkCheckpoint: func(cur json.RawMessage) (json.RawMessage, error) {
-			cp := map[string][]string{}
+			cp := map[string]workEntry{}
 			if len(cur) > 0 {
 				if err := json.Unmarshal(cur, &cp); err != nil {
 					return nil, fmt.Errorf("checkpoint %s: %w", WorkCheckpoint, err)
 				}
 			}
 			for _, id := range ids {
-				if slices.Contains(cp[plan.ID], id) {
+				if slices.Contains(cp[plan.ID].Units, id) {
 					return nil, fmt.Errorf("%s: %w", id, errCommittedElsewhere)
 				}
 			}
-			for id := range cp {
-				if made, ok := parsePlanTime(id); ok && id != plan.ID && now.Sub(made) > workKeep {
+			for id, e := range cp {
+				if made, ok := e.made(id); ok && id != plan.ID && now.Sub(made) > workKeep {
 					delete(cp, id)
 				}
 			}
-			cp[plan.ID] = append(cp[plan.ID], ids...)
-			slices.Sort(cp[plan.ID])
+			e := cp[plan.ID]
+			e.Created = plan.Created
+			e.Units = append(e.Units, ids...)
+			slices.Sort(e.Units)
+			cp[plan.ID] = e
 			return json.Marshal(cp)
 		},
 	}

@@ -3,8 +3,6 @@ package compact
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,7 +14,7 @@ import (
 
 	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/cloud"
-	"github.com/sluice-data/sluice/internal/lease"
+	"github.com/sluice-data/sluice/internal/claim"
 	"github.com/sluice-data/sluice/internal/pqio"
 )
 
@@ -80,17 +78,6 @@ type WorkerResult struct {
 	WaitedSeconds float64 `json:"waited_seconds"`
 }
 
-// claim is a worker's claim of a unit, in claims/<unit>.json.
-type claim struct {
-	Unit    string    `json:"unit"`
-	Worker  string    `json:"worker"`
-	Token   string    `json:"token"`
-	Attempt int       `json:"attempt"`
-	Renewed time.Time `json:"renewed"`
-	// LeaseSeconds is the holder's TTL: others wait at least that long.
-	LeaseSeconds float64 `json:"lease_ttl_seconds"`
-}
-
 // UnitResult is a unit done: its verified outputs, in results/<unit>.json.
 type UnitResult struct {
 	Unit        string             `json:"unit"`
@@ -108,7 +95,7 @@ type worker struct {
 	t     Table
 	plan  *WorkPlan
 	o     WorkerOptions
-	judge lease.Judge
+	claim *claim.Claimer
 	res   WorkerResult
 }
 
@@ -125,7 +112,8 @@ func Work(ctx context.Context, t Table, planID string, o WorkerOptions) (WorkerR
 	if err != nil {
 		return WorkerResult{}, err
 	}
-	w := &worker{t: t, plan: plan, o: o, res: WorkerResult{PlanID: plan.ID}}
+	w := &worker{t: t, plan: plan, o: o, res: WorkerResult{PlanID: plan.ID},
+		claim: &claim.Claimer{Store: t.Store(), Worker: o.Name, TTL: o.LeaseTTL, Now: o.Now, Logger: o.Logger}}
 	mine, others := w.order()
 	for round := 0; ; round++ {
 		done, err := w.results(ctx)
@@ -203,40 +191,13 @@ func (w *worker) results(ctx context.Context) (map[string]bool, error) {
 // whether it did. A unit held by a live worker is left, to be looked at
 // again.
 func (w *worker) try(ctx context.Context, u Unit, steal bool) (did bool, err error) {
-	st, key := w.t.Store(), claimKey(w.plan.ID, u.ID)
-	c := claim{Unit: u.ID, Worker: w.o.Name, Token: newToken(), Attempt: 1, Renewed: w.o.Now().UTC(),
-		LeaseSeconds: w.o.LeaseTTL.Seconds()}
-	data, _ := json.Marshal(c)
-	etag, won, err := putOnce(ctx, st, key, data)
-	if err != nil {
-		return false, fmt.Errorf("claim %s: %w", u.ID, err)
+	c, err := w.claim.Take(ctx, claimKey(w.plan.ID, u.ID), u.ID)
+	if err != nil || c == nil {
+		return false, err
 	}
-	if !won {
-		old, oldTag, err := getObjectTag(ctx, st, key)
-		if errors.Is(err, cloud.ErrNotFound) {
-			return false, nil // gone between the two calls: next round
-		}
-		if err != nil {
-			return false, fmt.Errorf("read claim %s: %w", u.ID, err)
-		}
-		var held claim
-		if err := json.Unmarshal(old, &held); err != nil {
-			return false, fmt.Errorf("claim %s: %w", st.URL(key), err)
-		}
-		ttl := max(w.o.LeaseTTL, time.Duration(held.LeaseSeconds*float64(time.Second)))
-		if expired, _ := w.judge.Expired(key, oldTag, w.o.Now(), ttl); !expired {
-			return false, nil
-		}
-		c.Attempt = held.Attempt + 1
-		data, _ = json.Marshal(c)
-		if etag, won, err = putSettled(ctx, st, key, data, cloud.PutOptions{IfMatch: oldTag}); err != nil || !won {
-			return false, err
-		}
-		w.judge.Forget(key)
-		steal = true
-	}
+	steal = steal || c.TakenOver
 	w.o.Logger.Info("claimed", "plan", w.plan.ID, "unit", u.ID, "attempt", c.Attempt, "stolen", steal)
-	if err := w.do(ctx, u, c, etag); err != nil {
+	if err := w.do(ctx, u, c); err != nil {
 		return false, err
 	}
 	if steal {
@@ -245,65 +206,28 @@ func (w *worker) try(ctx context.Context, u Unit, steal bool) (did bool, err err
 	return true, nil
 }
 
-func newToken() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
-// do rewrites unit u under claim c (whose last write has etag), renewing
-// the claim every third of the lease, and records the result. A claim
-// taken over meanwhile cancels the rewrite; a result another worker
-// recorded first makes this one's outputs go.
-func (w *worker) do(ctx context.Context, u Unit, c claim, etag string) error {
-	st, key := w.t.Store(), claimKey(w.plan.ID, u.ID)
-	rctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	stopped := make(chan struct{})
-	renewed := make(chan struct{})
-	go func() {
-		defer close(renewed)
-		tick := time.NewTicker(w.o.LeaseTTL / 3)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stopped:
-				return
-			case <-rctx.Done():
-				return
-			case <-tick.C:
-			}
-			c.Renewed = w.o.Now().UTC()
-			data, _ := json.Marshal(c)
-			tag, won, err := putSettled(rctx, st, key, data, cloud.PutOptions{IfMatch: etag})
-			switch {
-			case err != nil && rctx.Err() == nil:
-				// A renewal that failed may be followed by one that
-				// does not; the lease has two thirds left.
-				w.o.Logger.Warn("renew claim", "unit", u.ID, "err", err)
-			case err == nil && !won:
-				cancel(fmt.Errorf("unit %s: the claim was taken over", u.ID))
-				return
-			case err == nil:
-				etag = tag
-			}
-		}
-	}()
+// do rewrites unit u under claim c, which a take-over cancels, and
+// records the result; a result another worker recorded first makes this
+// one's outputs go.
+func (w *worker) do(ctx context.Context, u Unit, c *claim.Claim) error {
+	st := w.t.Store()
 	ro := w.o.Rewrite
 	ro.Outputs = u.Outputs
 	ro.TargetFileSize = cmp.Or(ro.TargetFileSize, w.plan.TargetFileSize)
 	ro.NewPath = w.t.NewDataFilePath
 	inputs := u.inputs()
 	var rr RewriteResult
-	var err error
-	if ro.Deleted, err = deletedRowsOf(rctx, w.t, inputs); err == nil {
-		rr, err = Rewrite(rctx, w.open, st, w.plan.Schema, u.Partition, inputs, ro)
-	}
-	close(stopped)
-	<-renewed
-	if cause := context.Cause(rctx); err != nil && cause != nil && ctx.Err() == nil {
-		// Taken over: the other worker does the unit.
-		w.o.Logger.Warn("unit taken over", "unit", u.ID, "cause", cause)
+	err := c.Hold(ctx, func(ctx context.Context) error {
+		var err error
+		if ro.Deleted, err = deletedRowsOf(ctx, w.t, inputs); err != nil {
+			return err
+		}
+		rr, err = Rewrite(ctx, w.open, st, w.plan.Schema, u.Partition, inputs, ro)
+		return err
+	})
+	if errors.Is(err, claim.ErrTakenOver) {
+		// The other worker does the unit.
+		w.o.Logger.Warn("unit taken over", "unit", u.ID, "cause", err)
 		return nil
 	}
 	if err != nil {
@@ -315,7 +239,7 @@ func (w *worker) do(ctx context.Context, u Unit, c claim, etag string) error {
 	if err != nil {
 		return fmt.Errorf("encode result of %s: %w", u.ID, err)
 	}
-	_, won, err := putOnce(ctx, st, resultKey(w.plan.ID, u.ID), data)
+	_, won, err := claim.PutOnce(ctx, st, resultKey(w.plan.ID, u.ID), data)
 	if err != nil {
 		// Unknown or failed: the result may name these outputs, so
 		// they stay (vacuum removes them if it does not).
