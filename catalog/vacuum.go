@@ -73,13 +73,20 @@ type VacuumResult struct {
 	LogDeleted []string
 	Why        map[string]string
 	Notes      []string
+	// WorkPlans are the locations of the work plan folders
+	// (_sluice/work/<id>/) whose objects were all older than the
+	// retention and were deleted (or would be, on a dry run); their
+	// objects are in Deleted too.
+	WorkPlans []string
 }
 
 // Vacuum deletes data files that no retained version references and that
-// are older than the retention, and pieces and pages that no version at
-// all references (the leftovers of commits that lost a race or crashed). It
-// never deletes manifests, and never a file outside the table root or
-// under a folder whose name starts with '_' or '.' (other engines' logs).
+// are older than the retention, pieces and pages that no version at all
+// references (the leftovers of commits that lost a race or crashed), and
+// the folders of work plans (_sluice/work/<id>/) whose objects are all
+// older than the retention. It never deletes manifests, and never a file
+// outside the table root or under a folder whose name starts with '_' or
+// '.' (other engines' logs) but for those plan folders.
 //
 // Import relies on every version's manifest, pages and pieces staying: it
 // asks them which files the table ever had, so that a replaced file still
@@ -140,7 +147,12 @@ func (t *Table) Vacuum(ctx context.Context, o VacuumOptions) (VacuumResult, erro
 		}
 	}
 	var doomed []cloud.ObjectInfo
+	plans := workPlans{}
 	err = t.store.List(ctx, "", func(obj cloud.ObjectInfo) error {
+		if strings.HasPrefix(obj.Key, workDir) {
+			plans.add(obj) // newer objects too: one keeps its plan
+			return nil
+		}
 		if !obj.ModTime.Before(cutoff) {
 			return nil
 		}
@@ -174,6 +186,9 @@ func (t *Table) Vacuum(ctx context.Context, o VacuumOptions) (VacuumResult, erro
 		}
 		res.Deleted = append(res.Deleted, t.store.URL(obj.Key))
 		res.Bytes += obj.Size
+	}
+	if err := t.vacuumWork(ctx, plans, cutoff, o.DryRun, &res); err != nil {
+		return res, err
 	}
 	return res, nil
 }

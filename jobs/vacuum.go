@@ -55,6 +55,11 @@ type VacuumResult struct {
 	BytesDeleted     int64    `json:"bytes_deleted"`
 	Deleted          []string `json:"deleted"`
 	RetainedVersions int      `json:"retained_versions"`
+	// WorkPlansDeleted counts the folders of compactions and rollups
+	// spread over workers (_sluice/work/<id>/) whose every object was
+	// older than the retention; their objects are among Deleted.
+	WorkPlansDeleted int      `json:"work_plans_deleted"`
+	WorkPlans        []string `json:"work_plans,omitempty"`
 	// LogDeleted are a Delta table's log entries that metadata cleanup
 	// deleted; Why says why each location went, where the format tells.
 	LogDeleted []string          `json:"log_deleted,omitempty"`
@@ -74,6 +79,9 @@ func (r VacuumResult) Line() string {
 		r.Table, verb, r.FilesDeleted, sizeText(r.BytesDeleted), r.RetainedVersions)
 	if len(r.LogDeleted) > 0 {
 		line += fmt.Sprintf(", %d expired log entries", len(r.LogDeleted))
+	}
+	if r.WorkPlansDeleted > 0 {
+		line += fmt.Sprintf(", %d old work plans", r.WorkPlansDeleted)
 	}
 	for _, n := range r.Notes {
 		line += "; " + n
@@ -102,6 +110,7 @@ func (o *Vacuum) Run(ctx context.Context, env Env) (Result, error) {
 	r, err := m.Vacuum(ctx, catalog.VacuumOptions{Retain: o.Retain, Force: o.Force, DryRun: o.DryRun, Keep: keep})
 	res.FilesDeleted, res.BytesDeleted, res.Deleted, res.RetainedVersions = len(r.Deleted), r.Bytes, orEmpty(r.Deleted), r.RetainedVersions
 	res.LogDeleted, res.Why, res.Notes = r.LogDeleted, r.Why, r.Notes
+	res.WorkPlansDeleted, res.WorkPlans = len(r.WorkPlans), r.WorkPlans
 	if msg, ok := res.Iceberg["error"].(string); ok {
 		res.Warns = append(res.Warns, "the Iceberg mirror was not synced (the next commit or 'sluice iceberg sync' retries): "+msg)
 	}
