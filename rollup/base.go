@@ -49,6 +49,13 @@ func (b *base) identity() string {
 // readBase reads the key columns, the running measures' columns and `date`
 // of files. what names them in errors ("snapshot s3://...").
 func readBase(ctx context.Context, what string, files []dataFile, keyCols []catalog.Column, ms []Measure, loc *time.Location) (*base, error) {
+	return readBaseShard(ctx, what, files, keyCols, ms, loc, nil)
+}
+
+// readBaseShard is readBase keeping only the keys of shard (nil: all). The
+// identity still covers every row, so that each shard of a sharded run
+// checks it is reading the snapshot its plan read.
+func readBaseShard(ctx context.Context, what string, files []dataFile, keyCols []catalog.Column, ms []Measure, loc *time.Location, shard *keyShard) (*base, error) {
 	b := &base{day: -1 << 62, ki: newKeyIndex(), vals: make([][]int64, len(ms)), fvals: make([][]float64, len(ms)), his: make([][]int64, len(ms))}
 	want := append([]catalog.Column(nil), keyCols...)
 	var mIdx []int // measure index of want[len(keyCols)+j]
@@ -86,10 +93,15 @@ func readBase(ctx context.Context, what string, files []dataFile, keyCols []cata
 				} else if d != b.day {
 					return fmt.Errorf("%s: rows of two days, %s and %s: a snapshot is of one day", what, dayString(b.day), dayString(d))
 				}
-				if b.ki.lookup(keys, i) >= 0 {
-					return fmt.Errorf("%s: key %v is on two rows", what, keyText(keys, i))
+				keep := shard == nil || shard.has(keys, i)
+				if keep {
+					if b.ki.lookup(keys, i) >= 0 {
+						return fmt.Errorf("%s: key %v is on two rows", what, keyText(keys, i))
+					}
+					b.ki.add(keys, i)
+				} else {
+					b.ki.encode(keys, i) // for the checksum only
 				}
-				b.ki.add(keys, i)
 				h.Reset()
 				h.Write(b.ki.buf)
 				for j, m := range mIdx {
@@ -103,7 +115,9 @@ func readBase(ctx context.Context, what string, files []dataFile, keyCols []cata
 						default:
 							v = float64(c.ints[i])
 						}
-						b.fvals[m] = append(b.fvals[m], v)
+						if keep {
+							b.fvals[m] = append(b.fvals[m], v)
+						}
 						h.Write(binary.LittleEndian.AppendUint64(nil, math.Float64bits(v)))
 						continue
 					}
@@ -111,10 +125,14 @@ func readBase(ctx context.Context, what string, files []dataFile, keyCols []cata
 					if c.valid[i] {
 						v, hi = c.ints[i], c.hi(i)
 					}
-					b.vals[m] = append(b.vals[m], v)
+					if keep {
+						b.vals[m] = append(b.vals[m], v)
+					}
 					h.Write(binary.LittleEndian.AppendUint64(nil, uint64(v)))
 					if ms[m].dec {
-						b.his[m] = append(b.his[m], hi)
+						if keep {
+							b.his[m] = append(b.his[m], hi)
+						}
 						h.Write(binary.LittleEndian.AppendUint64(nil, uint64(hi)))
 					}
 				}

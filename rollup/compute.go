@@ -25,6 +25,7 @@ func (f fullNeeded) Error() string { return string(f) }
 func (r *run) full(ctx context.Context) (*grid, *keyIndex, error) {
 	s := r.snap
 	g := newGrid(r.j.o.Measures, s.day, r.through-s.day+1, s)
+	g.shard = r.shard
 	if err := r.aggregate(ctx, g, s.ki, true, nil); err != nil {
 		return nil, nil, err
 	}
@@ -45,11 +46,12 @@ func (r *run) incremental(ctx context.Context, first int64) (*grid, *keyIndex, e
 	if len(files) == 0 {
 		return nil, nil, fullNeeded("the output holds no rows of " + prev)
 	}
-	b, err := readBase(ctx, "output "+cloud.Redact(r.out.Location())+" date="+prev, files, r.j.keyCols, r.j.o.Measures, time.UTC)
+	b, err := readBaseShard(ctx, "output "+cloud.Redact(r.out.Location())+" date="+prev, files, r.j.keyCols, r.j.o.Measures, time.UTC, r.shard)
 	if err != nil {
 		return nil, nil, err
 	}
 	g := newGrid(r.j.o.Measures, first, r.through-first+1, b)
+	g.shard = r.shard
 	// changedFrom[k]: key k's earliest day in the new events; a slice,
 	// not a map, as it is looked up once per new event.
 	changedFrom := make([]int64, b.ki.len())
@@ -145,6 +147,9 @@ func (r *run) aggregate(ctx context.Context, g *grid, ki *keyIndex, allowNew boo
 		}
 		read = append(read, dataFile{st, key, f.Bytes, f.PartitionValues})
 		news = append(news, changedFrom != nil && r.changed[f.Partition] && !r.oldFiles[f.Path])
+	}
+	if g.shard != nil && g.shard.index != 0 {
+		t = tally{} // shard 0 counts the events counted from statistics
 	}
 	loc, timestamps := j.o.location(), j.timeCol.Type.Kind == catalog.KindTimestamp
 	// toDays turns the time column into day numbers, in the reading

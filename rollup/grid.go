@@ -32,6 +32,9 @@ type grid struct {
 	wraps []map[int64]int64
 	// cells is scratch: each row's cell, -1 for a row not counted.
 	cells []int64
+	// shard, when not nil, is the part of the keys computed (a sharded
+	// run's, see PlanWork): rows of other keys are skipped, uncounted.
+	shard *keyShard
 }
 
 func newGrid(ms []Measure, first, days int64, b *base) *grid {
@@ -127,6 +130,10 @@ func (g *grid) add(ki *keyIndex, keyCols []*colData, days []int64, dayValid []bo
 	g.cells = g.cells[:0]
 	last := g.first + g.days - 1
 	for i := 0; i < n; i++ {
+		if g.shard != nil && !g.shard.has(keyCols, i) {
+			g.cells = append(g.cells, -1)
+			continue
+		}
 		t.read++
 		d := days[i]
 		switch {

@@ -130,7 +130,10 @@ type run struct {
 	oldFiles map[string]bool
 	// oldList are those files, for the removed ones' statistics.
 	oldList []catalog.DataFile
-	res     Result
+	// shard, when not nil, is the part of the keys a sharded run's
+	// worker computes (see Work).
+	shard *keyShard
+	res   Result
 }
 
 // partitionFiles lists the live files at version m of the source's
