@@ -73,7 +73,9 @@ func CommitWork(ctx context.Context, t Table, planID string, o CommitOptions) (C
 	if err != nil {
 		return CommitResult{}, err
 	}
-	res := CommitResult{PlanID: plan.ID}
+	// Empty lists, not nil: --json prints [] where a script counts them.
+	res := CommitResult{PlanID: plan.ID, Committed: []string{}, Already: []string{}, Dropped: []string{},
+		Pending: []string{}, Versions: []int64{}}
 	results, err := readResults(ctx, st, plan)
 	if err != nil {
 		return res, err

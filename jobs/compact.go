@@ -32,6 +32,8 @@ type Compact struct {
 	Format string
 	// DeltaS3ConditionalWriters: see FormatOptions.
 	DeltaS3ConditionalWriters bool
+	// Work spreads the compaction over many processes.
+	Work CompactWork
 
 	o compact.Options
 }
@@ -52,6 +54,7 @@ func (o *Compact) Bind(fs *pflag.FlagSet) {
 	fs.Var(&o.Memory, "memory", "bytes all workers together may buffer (default 384MiB)")
 	fs.StringVar(&o.Format, "format", "", "the table's format, sluice, delta or iceberg (default: told by the location: a folder with _delta_log/ is a Delta table, an iceberg+ location an Iceberg table in its catalog)")
 	fs.BoolVar(&o.DeltaS3ConditionalWriters, "delta-s3-conditional-writers", false, "commit to a Delta table on S3: every writer of it commits with conditional puts (Spark's S3 log store does not)")
+	o.Work.bind(fs)
 }
 
 // Validate checks every option and builds the compaction's options.
@@ -84,6 +87,7 @@ func (o *Compact) Validate() error {
 			errs = append(errs, bad("partition", "%q: want a Hive folder such as date=2024-01-31", p))
 		}
 	}
+	errs = append(errs, o.Work.validate(o)...)
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
@@ -154,6 +158,9 @@ func (r CompactResult) Warnings() []string { return r.Warns }
 // Run compacts. One partition's failure does not stop the others: the
 // error then joins the failures, and the result counts what committed.
 func (o *Compact) Run(ctx context.Context, env Env) (Result, error) {
+	if o.Work.on() {
+		return o.runWork(ctx, env)
+	}
 	res := CompactResult{Command: "compact", Table: cloud.Redact(o.Table), DryRun: o.DryRun, Versions: []int64{}, Dropped: []string{}}
 	t, err := env.beginMaintained(ctx, o, o.Table, FormatOptions{Format: o.Format,
 		DeltaS3ConditionalWriters: o.DeltaS3ConditionalWriters, DryRun: o.DryRun})

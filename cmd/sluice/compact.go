@@ -12,7 +12,7 @@ import (
 func (a *app) compactCommand() *cobra.Command {
 	var o jobs.Compact
 	cmd := &cobra.Command{
-		Use:   "compact TABLE [--target-file-size SIZE] [--min-input-files N] [--partition P] [--dry-run]",
+		Use:   "compact TABLE [--target-file-size SIZE] [--min-input-files N] [--partition P] [--dry-run] [--plan|--worker|--commit --plan-id ID --shard i/n]",
 		Short: "Bin-pack small Parquet files into large ones",
 		Long: `Rewrite each partition's small files (under 75% of the target size) into
 files near the target, verify that the rows are the same (count, null counts
@@ -32,7 +32,16 @@ Delta commit as Spark's OPTIMIZE writes it (remove and add, dataChange
 false, stats, commitInfo), rebased over its other writers' appends, dropped
 for the next run when one of them removed an input. On S3 it commits only
 with --delta-s3-conditional-writers: Spark's S3 log store does not write
-conditionally, so nothing would keep it from overwriting sluice's commit.`,
+conditionally, so nothing would keep it from overwriting sluice's commit.
+
+Spread over many processes (an Indexed Job's pods, an Argo workflow's
+steps): --plan writes the plan once (units: bins of one partition's small
+files), --worker rewrites and verifies its shard's units (--shard i/n) and
+then those of dead or slow workers, --commit commits the units that are
+done (partial progress is kept) and closes the plan when all are. One
+process may take all three steps; --plan-id names the plan so that all pods
+of one Job share it. A pod of an Indexed Job takes its shard from
+JOB_COMPLETION_INDEX and JOB_COMPLETIONS. See docs/kubernetes.md.`,
 		Example: `  sluice compact ./lake/events --dry-run
   sluice compact s3://lake/events --target-file-size 512MiB --json
   sluice compact ./lake/events_delta --json            # a Delta table, in place`,
