@@ -26,6 +26,8 @@ type Rollup struct {
 	Through  string
 	TZ       string
 	Full     bool
+	// Work spreads the rollup over many processes.
+	Work RollupWork
 
 	o rollup.Options
 }
@@ -43,6 +45,7 @@ func (o *Rollup) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Through, "through", "", "last day of the output, YYYY-MM-DD (default: the last event day)")
 	fs.StringVar(&o.TZ, "tz", "", "count an event's day in this time zone (default UTC)")
 	fs.BoolVar(&o.Full, "full", false, "recompute the whole table")
+	o.Work.bind(fs)
 }
 
 // Validate parses the keys, measures, day and zone, and checks them
@@ -79,6 +82,7 @@ func (o *Rollup) Validate() error {
 		}
 		ro.Location = loc
 	}
+	errs = append(errs, o.Work.validate()...)
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
@@ -139,6 +143,9 @@ func (r RollupResult) Warnings() []string { return r.Warns }
 
 // Run rolls up.
 func (o *Rollup) Run(ctx context.Context, env Env) (Result, error) {
+	if o.Work.on() {
+		return o.runWork(ctx, env)
+	}
 	res := RollupResult{Command: "rollup", Table: o.Out}
 	t, err := env.begin(ctx, o, o.Out)
 	if err != nil {
@@ -166,12 +173,8 @@ func (o *Rollup) Run(ctx context.Context, env Env) (Result, error) {
 	if err != nil {
 		return &res, classify(fmt.Errorf("rollup %s: %w", o.Out, err))
 	}
-	if r.Through != "" && r.Through > r.SnapshotDay && (r.LastEventDay == "" || r.Through > r.LastEventDay) {
-		since := r.LastEventDay
-		if since == "" {
-			since = "the snapshot day " + r.SnapshotDay
-		}
-		res.Warns = append(res.Warns, fmt.Sprintf("no event after %s: the days after it through %s carry the running totals forward with no events of their own (late data, or a source that stopped?)", since, r.Through))
+	if warn := noEventWarning(r.Through, r.SnapshotDay, r.LastEventDay); warn != "" {
+		res.Warns = append(res.Warns, warn)
 	}
 	return &res, nil
 }

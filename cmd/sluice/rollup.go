@@ -12,7 +12,7 @@ import (
 func (a *app) rollupCommand() *cobra.Command {
 	var o jobs.Rollup
 	cmd := &cobra.Command{
-		Use:   "rollup OUT --source TABLE --snapshot LOC --key col[,col] --time col --measure name=sum(col) [--through YYYY-MM-DD] [--tz ZONE] [--full]",
+		Use:   "rollup OUT --source TABLE --snapshot LOC --key col[,col] --time col --measure name=sum(col) [--through YYYY-MM-DD] [--tz ZONE] [--full] [--plan|--worker|--commit --plan-id ID --shard i/n]",
 		Short: "Maintain a rolling daily aggregate table from a snapshot plus events",
 		Long: `Write OUT, a table partitioned by date: one row per key of (snapshot ∪
 events) per day from the snapshot day through --through (default: the last
@@ -38,7 +38,16 @@ The source may be a Delta table (a folder with _delta_log/ and no sluice
 table): the rows live at its newest version are read, partition columns
 from the log, typed as its schema says. A rerun at the same Delta version
 does nothing; at a new one it recomputes in full ("the source is a Delta
-table").`,
+table").
+
+Spread over many processes (an Indexed Job's pods, an Argo workflow's
+steps): --plan decides the run once for n shards of the keys (--shard i/n),
+--worker computes its shard and then those of dead workers, --commit
+commits every shard in one commit once all are done (waiting up to
+--commit-wait). Every step takes the same options as a one-process run;
+--plan-id names the plan so that all pods of one Job share it. A pod of an
+Indexed Job takes its shard from JOB_COMPLETION_INDEX and JOB_COMPLETIONS.
+See docs/kubernetes.md.`,
 		Example: `  sluice rollup ./lake/list_rollup --source ./lake/events --snapshot ./snapshots/lists.parquet \
       --key list_id --time event_time --measure 'subscribers=sum(tally)' --measure 'events=count()'`,
 		Args: exactArgs(1, "OUT"),
