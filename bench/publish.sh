@@ -10,17 +10,23 @@
 # of 1M rows) and the same rows as CSV. Then, in RUNS rounds (default 3)
 # that interleave the two so a busy machine slows both alike, it times:
 #   sluice  `sluice publish TABLE --to URL --as pub --force --json`: binary
-#           COPY streamed from the Parquet files into pub_new, ANALYZE, the
-#           swap transaction (/usr/bin/time -v for peak RSS)
+#           COPY streamed from the Parquet files into pub_new over
+#           --connections connections (default 4, at most one per file),
+#           ANALYZE, the swap transaction (/usr/bin/time -v for peak RSS)
 #   psql    DROP/CREATE TABLE csv_pub, then `\copy csv_pub FROM CSV` (no
 #           ANALYZE, no swap: the bare load)
-# and reports each one's fastest round: rows/s; MB/s of its input (Parquet
-# bytes for sluice, CSV bytes for psql) and of the loaded table
-# (pg_table_size, the same rows for both); the ratio; peak RSS of sluice
-# per size. It checks both tables hold the same rows (count and sums).
+# and reports each one's fastest and median round: rows/s; MB/s of its
+# input (Parquet bytes for sluice, CSV bytes for psql) and of the loaded
+# table (pg_table_size, the same rows for both); the ratios of the best
+# and of the medians; peak RSS of sluice per size. It checks both tables
+# hold the same rows (count and sums).
 # PGURL=postgres://... uses that server; otherwise one is started with
 # initdb/pg_ctl on a free loopback port (as the postgres user when root)
-# and stopped at the end. CGO=0 builds sluice without cgo.
+# and stopped at the end. CGO=0 builds sluice without cgo; SLUICE_BIN=FILE
+# times that sluice binary instead of building one. SLUICE_ARGS adds
+# flags to sluice publish (say --connections 1, the load on one
+# connection). SLUICE_CPUPROFILE=FILE writes a CPU profile of each size's
+# last sluice round to FILE.ROWS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -28,7 +34,13 @@ if [ $# -eq 0 ]; then set -- 10000000 20000000; fi
 RUNS=${RUNS:-3}
 DATA=bench/.data
 mkdir -p "$DATA"
-build_sluice "$DATA/sluice"
+sluice=$DATA/sluice
+if [ -n "${SLUICE_BIN:-}" ]; then
+  sluice=$SLUICE_BIN; SLUICE_BUILD="the binary of SLUICE_BIN"
+else
+  build_sluice "$sluice"
+fi
+read -r -a extra <<< "${SLUICE_ARGS:-}"
 
 if [ -z "${PGURL:-}" ]; then
   bin=$(dirname "$(ls /usr/lib/postgresql/*/bin/initdb 2>/dev/null | sort -V | tail -1)")
@@ -60,11 +72,14 @@ for rows in "$@"; do
     go run ./bench/genpublish "$rows" "$dir/table" "$dir/rows.csv"
     touch "$dir/.done"
   fi
-  pq_bytes=$("$DATA/sluice" files "$dir/table" | xargs du -cb | tail -1 | cut -f1)
+  pq_bytes=$("$sluice" files "$dir/table" | xargs du -cb | tail -1 | cut -f1)
   csv_bytes=$(stat -c %s "$dir/rows.csv")
   s_s= p_s= s_rss= s_all= p_all=
   for round in $(seq "$RUNS"); do
-    /usr/bin/time -v -o "$DATA/publish.time" "$DATA/sluice" publish "$dir/table" --to "$PGURL" --as pub --force --json > "$DATA/publish.json"
+    prof=()
+    [ -n "${SLUICE_CPUPROFILE:-}" ] && [ "$round" = "$RUNS" ] && prof=(--cpuprofile "$SLUICE_CPUPROFILE.$rows")
+    /usr/bin/time -v -o "$DATA/publish.time" "$sluice" publish "$dir/table" --to "$PGURL" --as pub --force --json \
+      ${extra[@]+"${extra[@]}"} ${prof[@]+"${prof[@]}"} > "$DATA/publish.json"
     s=$(json seconds < "$DATA/publish.json"); s_all="$s_all $(printf '%.2f' "$s")"
     s_rss=$(maxrss "$(rss "$DATA/publish.time")" "$s_rss")
     if better "$s" "$s_s"; then s_s=$s; s_cpu=$(cpu "$DATA/publish.time"); fi
@@ -81,17 +96,18 @@ for rows in "$@"; do
   [ "$(json rows < "$DATA/publish.json")" = "$rows" ] || { echo "sluice loaded $(json rows < "$DATA/publish.json") rows, not $rows" >&2; fail=1; }
   tbl_bytes=$(q "SELECT pg_table_size('pub')")
   mb() { echo "$1 / $2 / 1000000" | bc -l; }
-  report+=("$(printf '%-11s %10s %8.2f %12.0f %9.1f %9.1f %12s %8s  %s' sluice "$rows" "$s_s" "$(echo "$rows / $s_s" | bc -l)" \
+  report+=("$(printf '%-11s %10s %8.2f %8.2f %12.0f %9.1f %9.1f %12s %8s  %s' sluice "$rows" "$s_s" "$(median $s_all)" "$(echo "$rows / $s_s" | bc -l)" \
     "$(mb "$pq_bytes" "$s_s")" "$(mb "$tbl_bytes" "$s_s")" "$s_rss" "$s_cpu" "$s_all")")
-  report+=("$(printf '%-11s %10s %8.2f %12.0f %9.1f %9.1f %12s %8s  %s' 'psql \copy' "$rows" "$p_s" "$(echo "$rows / $p_s" | bc -l)" \
+  report+=("$(printf '%-11s %10s %8.2f %8.2f %12.0f %9.1f %9.1f %12s %8s  %s' 'psql \copy' "$rows" "$p_s" "$(median $p_all)" "$(echo "$rows / $p_s" | bc -l)" \
     "$(mb "$csv_bytes" "$p_s")" "$(mb "$tbl_bytes" "$p_s")" "$p_rss" - "$p_all")")
-  report+=("$(printf '  %s rows: input %s Parquet bytes, %s CSV bytes, table %s bytes; sluice/psql time %.2f (rows/s ratio %.2f); check %s' \
-    "$rows" "$pq_bytes" "$csv_bytes" "$tbl_bytes" "$(echo "$s_s / $p_s" | bc -l)" "$(echo "$p_s / $s_s" | bc -l)" "$([ "$a" = "$b" ] && echo 'same rows' || echo DIFFERS)")")
+  report+=("$(printf '  %s rows: input %s Parquet bytes, %s CSV bytes, table %s bytes; sluice/psql time %.2f best, %.2f median (rows/s ratio %.2f, %.2f); check %s' \
+    "$rows" "$pq_bytes" "$csv_bytes" "$tbl_bytes" "$(echo "$s_s / $p_s" | bc -l)" "$(echo "$(median $s_all) / $(median $p_all)" | bc -l)" \
+    "$(echo "$p_s / $s_s" | bc -l)" "$(echo "$(median $p_all) / $(median $s_all)" | bc -l)" "$([ "$a" = "$b" ] && echo 'same rows' || echo DIFFERS)")")
   eval "rss_$rows=$s_rss"
 done
 
 printf '\nserver: %s; %s CPUs; best of %s rounds; sluice build: %s\n' "$server" "$(nproc)" "$RUNS" "$SLUICE_BUILD"
-printf '%-11s %10s %8s %12s %9s %9s %12s %8s  %s\n' loader rows seconds rows/s in_MB/s tbl_MB/s peak_rss_kb cpu_s every_round_s
+printf '%-11s %10s %8s %8s %12s %9s %9s %12s %8s  %s\n' loader rows best_s median_s rows/s in_MB/s tbl_MB/s peak_rss_kb cpu_s every_round_s
 printf '%s\n' "${report[@]}"
 printf '(in_MB/s: sluice of the Parquet files read, psql of the CSV; tbl_MB/s: of the loaded table, pg_table_size;\n sluice includes ANALYZE and the swap, psql is the bare \\copy; psql peak RSS is the client'"'"'s)\n'
 if [ $# -ge 2 ]; then

@@ -26,6 +26,7 @@ type Publish struct {
 	Force          bool
 	DropDependents bool
 	LockTimeout    time.Duration
+	Connections    int
 }
 
 // Kind is "publish".
@@ -40,6 +41,7 @@ func (o *Publish) Bind(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Force, "force", false, "reload even when the version is already published")
 	fs.BoolVar(&o.DropDependents, "drop-dependents", false, "leave behind, dropped with the old table, what cannot follow NAME to the new table (triggers, rules, foreign keys of other tables...) instead of refusing")
 	fs.DurationVar(&o.LockTimeout, "lock-timeout", warehouse.DefaultLockTimeout, "longest wait for the swap's lock per attempt; attempts retry with backoff")
+	fs.IntVar(&o.Connections, "connections", warehouse.DefaultConnections, "postgres://: connections that load the new table at once, each copying a share of the files (1: one transaction, COPY FREEZE)")
 }
 
 // Validate checks every option without connecting.
@@ -57,6 +59,9 @@ func (o *Publish) Validate() error {
 	}
 	if o.LockTimeout <= 0 {
 		errs = append(errs, bad("lock-timeout", "%s: want a duration above 0", o.LockTimeout))
+	}
+	if o.Connections < 1 || o.Connections > warehouse.MaxConnections {
+		errs = append(errs, bad("connections", "%d: want 1 to %d", o.Connections, warehouse.MaxConnections))
 	}
 	return errors.Join(errs...)
 }
@@ -101,7 +106,7 @@ func (o *Publish) Run(ctx context.Context, env Env) (Result, error) {
 	bar := env.progress("publishing")
 	r, err := warehouse.Publish(ctx, t, warehouse.Options{
 		To: o.To, As: o.As, IAMRole: o.IAMRole, KeepOld: o.KeepOld, Force: o.Force, DropDependents: o.DropDependents,
-		LockTimeout: o.LockTimeout, RunID: env.RunID, Logger: env.logger(), Progress: bar.Set,
+		LockTimeout: o.LockTimeout, Connections: o.Connections, RunID: env.RunID, Logger: env.logger(), Progress: bar.Set,
 	})
 	bar.Done()
 	res.Target, res.Version, res.Unchanged, res.Rows, res.Bytes = r.Target, r.Version, r.Unchanged, r.Rows, r.Bytes

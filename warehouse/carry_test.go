@@ -54,7 +54,7 @@ func TestPublishCarriesSecurityAndIndexes(t *testing.T) {
 				coalesce((SELECT string_agg(polname || ' ' || polcmd::text || ' ' || array_to_string(polroles::regrole[], ',') || ' ' ||
 					coalesce(pg_get_expr(polqual, polrelid), '-') || ' ' || coalesce(pg_get_expr(polwithcheck, polrelid), '-'), '; ' ORDER BY polname)
 					FROM pg_policy WHERE polrelid = c.oid), ''),
-				coalesce((SELECT string_agg(pg_get_indexdef(indexrelid), '; ' ORDER BY 1) FROM pg_index WHERE indrelid = c.oid), ''),
+				coalesce((SELECT string_agg(pg_get_indexdef(indexrelid), '; ' ORDER BY pg_get_indexdef(indexrelid)) FROM pg_index WHERE indrelid = c.oid), ''),
 				coalesce((SELECT string_agg(conname || ' ' || pg_get_constraintdef(oid), '; ' ORDER BY conname) FROM pg_constraint WHERE conrelid = c.oid), ''),
 				pg_get_userbyid(c.relowner), c.relreplident::text ||
 					coalesce((SELECT ' ' || i.indexrelid::regclass::text FROM pg_index i WHERE i.indrelid = c.oid AND i.indisreplident), ''),

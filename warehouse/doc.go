@@ -4,7 +4,13 @@
 // NAME_old, so readers of NAME see the complete old rows or the complete
 // new ones, never a half-loaded table.
 //
-// PostgreSQL is built (pgx, binary COPY). Around the swap it handles what
+// PostgreSQL is built (pgx, binary COPY data encoded by copy.go). NAME_new
+// is loaded over Options.Connections connections at once, each copying
+// the files it takes from a shared queue in a transaction of its own;
+// none commits before all have copied and the rows add up to the
+// version's, and a failed load drops NAME_new. On one connection (or a
+// version of one file) NAME_new is created and loaded in one transaction
+// with COPY FREEZE. Around the swap it handles what
 // bites hand-written loads. What NAME carries is read before the load and
 // follows it to NAME_new: table and column privileges, the table's and
 // its columns' comments, row-level security (ENABLE, FORCE) and its

@@ -189,50 +189,42 @@ func relkindName(k string) string {
 
 // load rebuilds NAME_new (dropping a stale one of a dead publish),
 // marked as a publish's own, tries on it what plan carries, fills it with
-// binary COPY, then builds NAME's indexes and constraints on it, in one
-// transaction: a load that dies leaves nothing. It returns the rows
-// loaded, which must be the version's.
+// binary COPY, then builds NAME's indexes and constraints on it. It
+// returns the rows loaded, which must be the version's.
+//
+// On one connection all of it is one transaction: a load that dies
+// leaves nothing, and COPY FREEZE writes the rows frozen (the table was
+// created in the transaction). On several, the empty NAME_new is
+// committed first so that the loaders' connections can see it; each
+// loader copies the files it takes from a shared queue in a transaction
+// of its own, and none commits before every one has copied its share and
+// the rows add up to the version's, so a loader that fails rolls back
+// every share. NAME_new is then dropped; one that a dead process leaves
+// is marked and invisible as NAME, and the next publish drops it.
 func load(ctx context.Context, conn *pgx.Conn, t catalog.Readable, m *catalog.Manifest, schema catalog.Schema, files []catalog.DataFile,
 	tgt target, cols string, plan *carryPlan, o Options) (int64, error) {
+	prog := &progress{total: m.Rows, fn: o.Progress}
+	if n := min(o.Connections, len(files)); n > 1 {
+		return loadParallel(ctx, conn, t, m, schema, files, tgt, cols, plan, o, n, prog)
+	}
 	newT := tgt.with("_new")
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("begin load: %w", err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	exists, ours, err := leftover(ctx, tx, newT, newMark(tgt))
-	if err != nil {
+	if err := createNew(ctx, tx, tgt, cols, plan, o); err != nil {
 		return 0, err
 	}
-	if exists && !ours {
-		return 0, taken(newT, tgt)
+	// COPY FREEZE takes a table created or truncated in the current
+	// subtransaction, and the dry run's savepoints leave one open:
+	// truncating the empty table there costs nothing.
+	if err := execOne(ctx, tx, "TRUNCATE "+newT.sql()); err != nil {
+		return 0, fmt.Errorf("truncate %s: %w", newT, err)
 	}
-	if exists {
-		if err := execOne(ctx, tx, "DROP TABLE "+newT.sql()); err != nil {
-			return 0, fmt.Errorf("drop stale %s: %w", newT, err)
-		}
-	}
-	if err := execOne(ctx, tx, "CREATE TABLE "+newT.sql()+" ("+cols+")"); err != nil {
-		return 0, fmt.Errorf("create %s: %w", newT, err)
-	}
-	if err := execFormat(ctx, tx, "COMMENT ON TABLE %I.%I IS %L", newT.schema, newT.name, newMark(tgt)); err != nil {
-		return 0, fmt.Errorf("mark %s: %w", newT, err)
-	}
-	if err := tx.QueryRow(ctx, "SELECT to_regclass($1)::oid", newT.sql()).Scan(&plan.newOID); err != nil {
-		return 0, fmt.Errorf("look up %s: %w", newT, err)
-	}
-	if err := plan.dryRun(ctx, tx, tgt, o.DropDependents); err != nil {
-		return 0, err
-	}
-	src := newRowSource(ctx, t, schema, files, pgConverters(schema))
-	defer src.close()
-	var counted copySource = src
-	if o.Progress != nil {
-		counted = &progressSource{rowSource: src, total: m.Rows, fn: o.Progress}
-	}
-	n, err := tx.CopyFrom(ctx, pgx.Identifier{newT.schema, newT.name}, columnNames(schema), counted)
+	n, err := copyIn(ctx, tx.Conn().PgConn(), t, schema, newT, &fileQueue{files: files}, true, prog)
 	if err != nil {
-		return 0, fmt.Errorf("copy into %s: %w", newT, err)
+		return 0, err
 	}
 	if n != m.Rows {
 		return 0, fmt.Errorf("copy into %s: %d rows, version %d has %d: %w", newT, n, m.Version, m.Rows, ErrRowCount)
@@ -248,19 +240,31 @@ func load(ctx context.Context, conn *pgx.Conn, t catalog.Readable, m *catalog.Ma
 	return n, nil
 }
 
-type copySource = pgx.CopyFromSource
-
-// progressSource reports progress every batch of rows.
-type progressSource struct {
-	*rowSource
-	total int64
-	fn    func(done, total int64)
-}
-
-func (p *progressSource) Next() bool {
-	ok := p.rowSource.Next()
-	if !ok || p.rows%batchRows == 0 {
-		p.fn(p.rows, p.total)
+// createNew creates NAME_new in tx, marked as a publish's own, after
+// dropping a stale one of a dead publish, and tries on it what plan
+// carries.
+func createNew(ctx context.Context, tx pgx.Tx, tgt target, cols string, plan *carryPlan, o Options) error {
+	newT := tgt.with("_new")
+	exists, ours, err := leftover(ctx, tx, newT, newMark(tgt))
+	if err != nil {
+		return err
 	}
-	return ok
+	if exists && !ours {
+		return taken(newT, tgt)
+	}
+	if exists {
+		if err := execOne(ctx, tx, "DROP TABLE "+newT.sql()); err != nil {
+			return fmt.Errorf("drop stale %s: %w", newT, err)
+		}
+	}
+	if err := execOne(ctx, tx, "CREATE TABLE "+newT.sql()+" ("+cols+")"); err != nil {
+		return fmt.Errorf("create %s: %w", newT, err)
+	}
+	if err := execFormat(ctx, tx, "COMMENT ON TABLE %I.%I IS %L", newT.schema, newT.name, newMark(tgt)); err != nil {
+		return fmt.Errorf("mark %s: %w", newT, err)
+	}
+	if err := tx.QueryRow(ctx, "SELECT to_regclass($1)::oid", newT.sql()).Scan(&plan.newOID); err != nil {
+		return fmt.Errorf("look up %s: %w", newT, err)
+	}
+	return plan.dryRun(ctx, tx, tgt, o.DropDependents)
 }

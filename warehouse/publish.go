@@ -41,6 +41,13 @@ type Options struct {
 	// SwapRetryFor bounds how long failed lock attempts are retried, with
 	// backoff; zero means DefaultSwapRetryFor.
 	SwapRetryFor time.Duration
+	// Connections is how many connections load NAME_new at once on
+	// PostgreSQL, each copying the files it takes from a shared queue,
+	// besides the one that holds the publish's lock (no more than the
+	// version has files); zero means DefaultConnections, and 1 loads in
+	// the transaction that creates NAME_new, with COPY FREEZE. Redshift
+	// and SQLite load on one connection whatever it says.
+	Connections int
 	// RunID names the run in the sluice_published record.
 	RunID string
 	// Logger gets one line per phase; nil logs nothing.
@@ -83,7 +90,15 @@ func CheckName(as string) error {
 const (
 	DefaultLockTimeout  = 5 * time.Second
 	DefaultSwapRetryFor = 10 * time.Minute
+	DefaultConnections  = 4
 )
+
+// MaxConnections bounds Options.Connections: each is a server process
+// and a reader holding a row group of its own.
+const MaxConnections = 64
+
+// ErrConnections: Options.Connections out of 0..MaxConnections.
+var ErrConnections = fmt.Errorf("connections: want 1 to %d", MaxConnections)
 
 // Result says what a publish did.
 type Result struct {
@@ -122,6 +137,12 @@ func Publish(ctx context.Context, t catalog.Readable, o Options) (Result, error)
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Connections == 0 {
+		o.Connections = DefaultConnections
+	}
+	if o.Connections < 0 || o.Connections > MaxConnections {
+		return Result{}, fmt.Errorf("%w, not %d", ErrConnections, o.Connections)
 	}
 	tgt, err := parseTarget(o.As)
 	if err != nil {

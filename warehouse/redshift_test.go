@@ -142,13 +142,7 @@ func copyFromManifest(t *testing.T, tbl *catalog.Table) redshiftLoader {
 		if len(listed) != len(files) {
 			t.Errorf("manifest lists %d files, the version has %d", len(listed), len(files))
 		}
-		src := newRowSource(ctx, tbl, ver.Schema, listed, pgConverters(ver.Schema))
-		defer src.close()
-		names := make([]string, len(ver.Schema.Columns))
-		for i, c := range ver.Schema.Columns {
-			names[i] = c.Name
-		}
-		_, err = tx.CopyFrom(ctx, pgx.Identifier{m[1], m[2]}, names, src)
+		_, err = copyIn(ctx, tx.Conn().PgConn(), tbl, ver.Schema, target{schema: m[1], name: m[2]}, &fileQueue{files: listed}, false, nil)
 		return err
 	}
 }

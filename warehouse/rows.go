@@ -2,14 +2,7 @@ package warehouse
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"math/big"
-	"strings"
-	"unicode/utf8"
-
-	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/sluice-data/sluice/catalog"
 )
@@ -22,9 +15,10 @@ const (
 )
 
 // rowSource streams the rows of a table version's live files, file by
-// file and row group by row group (catalog.ScanDataFile), into COPY: a
-// pgx.CopyFromSource fed by a reader goroutine through a bounded channel,
-// so the table is never held in memory.
+// file and row group by row group (catalog.ScanDataFile), into SQLite's
+// inserts: a reader goroutine feeds it through a bounded channel, so the
+// table is never held in memory. (PostgreSQL's COPY data is encoded in
+// copy.go.)
 type rowSource struct {
 	ch     <-chan [][]any
 	errc   <-chan error
@@ -111,54 +105,7 @@ func folderColumn(m *catalog.Manifest) string {
 	return ""
 }
 
-// pgConverters turn a value in catalog's Go representation into one pgx
-// encodes in binary COPY as the column's PostgreSQL type.
-func pgConverters(schema catalog.Schema) []converter {
-	out := make([]converter, len(schema.Columns))
-	for i, c := range schema.Columns {
-		switch c.Type.Kind {
-		case catalog.KindUUID:
-			out[i] = func(v any) (any, error) {
-				u, err := uuid.Parse(v.(string))
-				if err != nil {
-					return nil, err
-				}
-				return [16]byte(u), nil
-			}
-		case catalog.KindDecimal:
-			out[i] = func(v any) (any, error) { return numeric(v.(string)) }
-		case catalog.KindString:
-			out[i] = func(v any) (any, error) {
-				s := v.(string)
-				// PostgreSQL text holds neither NUL nor invalid UTF-8:
-				// say so with the column's name rather than let COPY fail
-				// with a byte offset.
-				if strings.IndexByte(s, 0) >= 0 {
-					return nil, errors.New("a NUL character, which PostgreSQL text cannot hold")
-				}
-				if !utf8.ValidString(s) {
-					return nil, errors.New("invalid UTF-8, which PostgreSQL text cannot hold")
-				}
-				return s, nil
-			}
-		default:
-			out[i] = func(v any) (any, error) { return v, nil }
-		}
-	}
-	return out
-}
-
-// numeric converts a decimal in canonical form ("-123.45") exactly.
-func numeric(s string) (pgtype.Numeric, error) {
-	whole, frac, _ := strings.Cut(s, ".")
-	var n big.Int
-	if _, ok := n.SetString(whole+frac, 10); !ok {
-		return pgtype.Numeric{}, fmt.Errorf("decimal %q: not a number", s)
-	}
-	return pgtype.Numeric{Int: &n, Exp: -int32(len(frac)), Valid: true}, nil
-}
-
-// Next implements pgx.CopyFromSource.
+// Next moves to the next row, false after the last one or an error.
 func (s *rowSource) Next() bool {
 	s.i++
 	for s.i >= len(s.batch) {
@@ -174,10 +121,10 @@ func (s *rowSource) Next() bool {
 	return true
 }
 
-// Values implements pgx.CopyFromSource.
+// Values is the current row.
 func (s *rowSource) Values() ([]any, error) { return s.batch[s.i], nil }
 
-// Err implements pgx.CopyFromSource.
+// Err is why Next returned false, nil after the last row.
 func (s *rowSource) Err() error { return s.err }
 
 // close stops the reader and waits for it.

@@ -9,14 +9,19 @@ import (
 func (a *app) publishCommand() *cobra.Command {
 	var o jobs.Publish
 	cmd := &cobra.Command{
-		Use:   "publish TABLE --to postgres://...|sqlite:///path.db|redshift://... --as NAME [--keep-old] [--lock-timeout 5s] [--force] [--drop-dependents] [--iam-role ARN]",
+		Use:   "publish TABLE --to postgres://...|sqlite:///path.db|redshift://... --as NAME [--keep-old] [--lock-timeout 5s] [--force] [--drop-dependents] [--iam-role ARN] [--connections 4]",
 		Short: "Load a table into PostgreSQL, a SQLite file or Redshift with a _new/_old swap",
 		Long: `Load the latest version of TABLE into the warehouse --to as the table --as
 (NAME or SCHEMA.NAME, plain identifiers, folded to lower case): build
 NAME_new by binary COPY, streamed from the table's files, then in one
 transaction rename NAME to NAME_old and NAME_new to NAME and drop NAME_old
 (kept with --keep-old). Readers of NAME see the whole old table or the whole
-new one. What NAME carries follows it to the new table: privileges (column
+new one. On PostgreSQL, NAME_new is loaded over --connections
+connections at once (default 4, at most one per file), each copying a share
+of the files in its own transaction, committed only when all have loaded;
+--connections 1 loads in the transaction that creates NAME_new, with COPY
+FREEZE. Indexes and constraints are built after the load. Redshift and
+SQLite load on one connection. What NAME carries follows it to the new table: privileges (column
 privileges too), comments, row-level security and its policies, indexes,
 PRIMARY KEY, UNIQUE, CHECK and FOREIGN KEY constraints (built before the
 swap), replica identity, publication membership, the owner; views on NAME
