@@ -40,6 +40,18 @@
 # tools/duckrows.mjs, hold the input's rows (the files' own columns on both
 # sides: a Hive folder name would add `date` to the input and `ts_day` to
 # the Iceberg files); reported against each other.
+# SORT=COLUMN adds a fourth engine to each round:
+#   sorted  `sluice compact --sort-by COLUMN` of a table of its own that
+#           adopted the same files (as sluice's), its rows sorted by
+#           COLUMN within and across each partition's outputs
+# checked as sluice's output is, and reported against sluice's unsorted
+# compaction (time, target <= 2.00) and --memory (peak RSS); then a point
+# query `WHERE COLUMN = PROBE` (an integer; default 4242) runs in DuckDB
+# (bench/duckcompact.mjs --probe, 3 rounds) on both outputs: the rows in
+# row groups whose min/max admit PROBE (what a reader cannot skip), the
+# bytes DuckDB's profiler says it read, and its best and median time.
+# MEMORY=SIZE passes --memory SIZE to every sluice compaction (default:
+# sluice's, 384MiB).
 # SLUICE_CPUPROFILE=FILE writes CPU profiles of the last round's sluice runs
 # to FILE.sluice, FILE.delta and FILE.iceberg (go tool pprof -top FILE.delta).
 set -euo pipefail
@@ -59,6 +71,11 @@ DELTA=${DELTA:-0}
 ICEBERG=${ICEBERG:-0}
 OUT_ICEGO=$DATA/out-iceberg-go
 OUT_ICE=$DATA/out-iceberg
+OUT_SORTED=$DATA/out-sorted
+SORT=${SORT:-}
+PROBE=${PROBE:-4242}
+MEMORY=${MEMORY:-}
+mem_flag=(); [ -n "$MEMORY" ] && mem_flag=(--memory "$MEMORY")
 SCHEMA='event_id:string,user_id:int64,ts:timestamp,kind:string,country:string?,amount:decimal(12,2)?,score:float64,qty:int32,flag:bool?'
 mkdir -p "$DATA"
 
@@ -80,6 +97,7 @@ cat_s=$(echo "$t1 - $t0" | bc)
 prof() { [ -n "${SLUICE_CPUPROFILE:-}" ] && echo "--cpuprofile=$SLUICE_CPUPROFILE.$1" || true; }
 duck_s= sluice_s= duck_rss= sluice_rss= duck_all= sluice_all= delta_s= delta_rss= delta_all= delta_want=
 icego_s= icego_rss= icego_all= ice_s= ice_rss= ice_all=
+sorted_s= sorted_rss= sorted_all=
 # iceberg_table DIR: a fresh Iceberg table of the input's files (hard links)
 # at DIR, in the SQLite catalog DIR.db (not timed).
 iceberg_table() {
@@ -96,10 +114,19 @@ for round in $(seq "$RUNS"); do
 
   rm -rf "$OUT_SLUICE"
   "$DATA/sluice" import -q "$OUT_SLUICE" --from "$IN" > /dev/null
-  /usr/bin/time -v -o "$DATA/sluice.time" "$DATA/sluice" compact "$OUT_SLUICE" --include-current --min-input-files 1 --json $(prof sluice) > "$DATA/sluice.json"
+  /usr/bin/time -v -o "$DATA/sluice.time" "$DATA/sluice" compact "$OUT_SLUICE" --include-current --min-input-files 1 "${mem_flag[@]}" --json $(prof sluice) > "$DATA/sluice.json"
   s=$(json seconds < "$DATA/sluice.json"); sluice_all="$sluice_all $(printf '%.2f' "$s")"
   if better "$s" "$sluice_s"; then sluice_s=$s; sluice_cpu=$(cpu "$DATA/sluice.time"); fi
   sluice_rss=$(maxrss "$(rss "$DATA/sluice.time")" "$sluice_rss")
+
+  if [ -n "$SORT" ]; then
+    rm -rf "$OUT_SORTED"
+    "$DATA/sluice" import -q "$OUT_SORTED" --from "$IN" > /dev/null
+    /usr/bin/time -v -o "$DATA/sorted.time" "$DATA/sluice" compact "$OUT_SORTED" --include-current --min-input-files 1 --sort-by "$SORT" "${mem_flag[@]}" --json $(prof sorted) > "$DATA/sorted.json"
+    s=$(json seconds < "$DATA/sorted.json"); sorted_all="$sorted_all $(printf '%.2f' "$s")"
+    if better "$s" "$sorted_s"; then sorted_s=$s; sorted_cpu=$(cpu "$DATA/sorted.time"); fi
+    sorted_rss=$(maxrss "$(rss "$DATA/sorted.time")" "$sorted_rss")
+  fi
 
   if [ "$DELTA" = 1 ]; then
     rm -rf "$OUT_DELTA"
@@ -138,6 +165,13 @@ want=$(node tools/duckrows.mjs --hive "$IN/*/*.parquet" | json checksum)
 got_duck=$(node tools/duckrows.mjs --hive "$OUT_DUCK/*/*.parquet" | json checksum)
 got_sluice=$("$DATA/sluice" files "$OUT_SLUICE" | node tools/duckrows.mjs --hive --list - | json checksum)
 [ "$want" = "$got_sluice" ] || { echo "sluice output differs from the input ($got_sluice != $want)" >&2; exit 1; }
+if [ -n "$SORT" ]; then
+  got_sorted=$("$DATA/sluice" files "$OUT_SORTED" | node tools/duckrows.mjs --hive --list - | json checksum)
+  [ "$want" = "$got_sorted" ] || { echo "sorted sluice output differs from the input ($got_sorted != $want)" >&2; exit 1; }
+  sorted_b=$(json bytes_out < "$DATA/sorted.json")
+  "$DATA/sluice" files "$OUT_SLUICE" | node bench/duckcompact.mjs --probe - "$SORT" "$PROBE" 3 > "$DATA/probe-unsorted.json"
+  "$DATA/sluice" files "$OUT_SORTED" | node bench/duckcompact.mjs --probe - "$SORT" "$PROBE" 3 > "$DATA/probe-sorted.json"
+fi
 [ "$want" = "$got_duck" ] || echo "warning: DuckDB output checksum differs ($got_duck != $want)" >&2
 if [ "$DELTA" = 1 ]; then
   got_delta=$(node tools/deltarows.mjs "$OUT_DELTA" | json checksum)
@@ -178,6 +212,9 @@ if [ "$ICEBERG" = 1 ]; then
   printf '%-*s %10.3f %14s %12s %8s %s\n' $W iceberg-go "$icego_s" "$icego_b" "$icego_rss" "$icego_cpu" "$icego_all"
   printf '%-*s %10.3f %14s %12s %8s %s\n' $W iceberg "$ice_s" "$ice_b" "$ice_rss" "$ice_cpu" "$ice_all"
 fi
+if [ -n "$SORT" ]; then
+  printf '%-*s %10.3f %14s %12s %8s %s\n' $W sorted "$sorted_s" "$sorted_b" "$sorted_rss" "$sorted_cpu" "$sorted_all"
+fi
 printf 'sluice/duckdb: time %.2f (target <= 0.80), bytes %.3f (target <= 1.05), RSS %.2f, CPU %.2f\n' \
   "$(echo "$sluice_s / $duck_s" | bc -l)" "$(echo "$sluice_b / $duck_b" | bc -l)" "$(echo "$sluice_rss / $duck_rss" | bc -l)" "$(echo "$sluice_cpu / $duck_cpu" | bc -l)"
 if [ "$DELTA" = 1 ]; then
@@ -188,5 +225,15 @@ if [ "$ICEBERG" = 1 ]; then
   printf 'iceberg(sluice)/iceberg-go: time %.2f (target <= 0.30; medians %.2f), RSS %.2f, bytes %.3f, CPU %.2f\n' \
     "$(echo "$ice_s / $icego_s" | bc -l)" "$(echo "$(median $ice_all) / $(median $icego_all)" | bc -l)" \
     "$(echo "$ice_rss / $icego_rss" | bc -l)" "$(echo "$ice_b / $icego_b" | bc -l)" "$(echo "$ice_cpu / $icego_cpu" | bc -l)"
+fi
+if [ -n "$SORT" ]; then
+  printf 'sorted/sluice: time %.2f (target <= 2.00; medians %.2f), RSS %.2f, bytes %.3f; sorted peak RSS %s kB for --memory %s\n' \
+    "$(echo "$sorted_s / $sluice_s" | bc -l)" "$(echo "$(median $sorted_all) / $(median $sluice_all)" | bc -l)" \
+    "$(echo "$sorted_rss / $sluice_rss" | bc -l)" "$(echo "$sorted_b / $sluice_b" | bc -l)" "$sorted_rss" "${MEMORY:-384MiB}"
+  for v in unsorted sorted; do
+    p=$DATA/probe-$v.json
+    printf 'WHERE %s = %s, %-8s rows %s; row groups kept %s of %s (%s rows); DuckDB bytes read %s; best %.4f s, median %.4f s\n' "$SORT" "$PROBE" "$v:" \
+      "$(json rows < "$p")" "$(json row_groups_kept < "$p")" "$(json row_groups < "$p")" "$(json rows_kept < "$p")" "$(json bytes_read < "$p")" "$(json best_s < "$p")" "$(json median_s < "$p")"
+  done
 fi
 printf '(floor: cat %.3f s + dd %.3f s; cpu_s: user+sys of the fastest round'"'"'s process, node'"'"'s start included for DuckDB)\n' "$cat_s" "$dd_s"

@@ -47,6 +47,12 @@ type Options struct {
 	// into at most this many, each committed as soon as its bins are
 	// verified, so a long run makes partial progress. Zero: 10.
 	MaxCommits int
+	// Order orders the rows of every rewrite (RewriteOptions.Order), each
+	// partition's bins then rewritten as one so that its outputs cover
+	// disjoint ranges of the key. Nil: the table's properties say
+	// (TableOrdering); a zero Ordering: input order, whatever they say.
+	// Run sets Rewrite.Order from it.
+	Order *Ordering
 	// DryRun plans and returns without writing anything.
 	DryRun bool
 	// RunID is recorded in the manifest.
@@ -72,6 +78,11 @@ func (o Options) Validate() error {
 	}
 	if err := o.Plan.Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if o.Order != nil {
+		if err := o.Order.validate(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -144,6 +155,9 @@ func Run(ctx context.Context, t Table, o Options) (Result, error) {
 	target := cmp.Or(o.Plan.TargetFileSize, o.Rewrite.TargetFileSize, m.TargetFileSize())
 	o.Plan.TargetFileSize = cmp.Or(o.Plan.TargetFileSize, target)
 	o.Rewrite.TargetFileSize = cmp.Or(o.Rewrite.TargetFileSize, target)
+	if o.Rewrite.Order, err = runOrdering(o.Order, m); err != nil {
+		return res, err
+	}
 	files, err := t.Files(ctx, m)
 	if err != nil {
 		return res, err
@@ -154,7 +168,10 @@ func Run(ctx context.Context, t Table, o Options) (Result, error) {
 	}
 	res.Plan = plan
 	bins := plan.Bins()
-	o.Logger.Info("planned", "version", m.Version, "bins", len(bins), "took", time.Since(start))
+	if o.Rewrite.Order.On() {
+		bins = binPerPartition(bins)
+	}
+	o.Logger.Info("planned", "version", m.Version, "bins", len(bins), "order", o.Rewrite.Order.String(), "took", time.Since(start))
 	if o.DryRun || len(bins) == 0 {
 		res.Seconds = time.Since(start).Seconds()
 		return res, nil

@@ -38,6 +38,15 @@
 //   - nested.go: a table with struct, list or map columns, rewritten row
 //     by row through internal/pqio and verified per leaf, each row's hash
 //     folding its leaves' repetition and definition levels.
+//   - sort.go: Ordering (--sort-by, --zorder-by), the table properties
+//     that make one the default, and why rows are ordered: so that
+//     readers skip files and row groups by their min/max.
+//   - sortrun.go: the external merge sort, sorted runs spilled to local
+//     disk beyond a share of the memory budget.
+//   - sortrewrite.go: an ordered rewrite of a partition: its reading and
+//     its output files cut where the key changes.
+//   - zorder.go: order-preserving keys of column values, their z-order
+//     interleaving, and multi-column sort keys.
 //
 // It is format-blind: a table is whatever implements Table (a sluice
 // table, a Delta table through delta.Maintained), names of the files

@@ -80,6 +80,9 @@ func (rw *rewriter) openFile() error {
 	// Version 1 data pages, whose compressed bytes hold the levels and
 	// values as the inputs' do, so that a page may be reused whole.
 	opts := append(pqio.ParquetWriterOptions(), rw.ps, parquet.DataPageVersion(1), parquet.ColumnPageBuffers(rw.pages))
+	if len(rw.sortingColumns) > 0 {
+		opts = append(opts, parquet.SortingWriterConfig(parquet.SortingColumns(rw.sortingColumns...)))
+	}
 	rw.w = parquet.NewGenericWriter[any](rw.cw, opts...)
 	rw.rgBytes, rw.inBytes, rw.flushedInBytes, rw.fileRows = 0, 0, 0, 0
 	rw.proof.reset()

@@ -36,6 +36,10 @@ type RewriteResult struct {
 	// PagesReused counts the output pages stored as their input's
 	// compressed bytes rather than compressed again (see reusingCodec).
 	PagesReused int
+	// SortRuns counts the sorted runs an ordered rewrite (RewriteOptions.
+	// Order) spilled to local disk, those of merge passes included; 0
+	// when its rows fit in its share of the memory budget.
+	SortRuns int
 }
 
 // Rewrite streams the rows of inputs (data files of one partition of a
@@ -43,6 +47,8 @@ type RewriteResult struct {
 // table's columns in its order and types exactly, zstd, dictionaries where
 // they pay, statistics, row groups of about o.RowGroupBytes uncompressed.
 // Memory is bounded by o.MemoryBudget, not by the partition's size.
+// With o.Order on, the rows are written in that order (see sort.go), the
+// rows beyond a share of the budget spilled to local disk.
 //
 // Inputs whose schema differs but converts (pqio.CheckCompatible: a
 // nullable column added later, int32 → int64, decimal widening, INT96 and
@@ -65,6 +71,9 @@ func Rewrite(ctx context.Context, open Opener, out cloud.Store, schema catalog.S
 	}
 	o = o.withDefaults()
 	if pqio.HasNested(schema) {
+		if _, err := o.Order.check(schema); err != nil {
+			return RewriteResult{}, err
+		}
 		return rewriteNested(ctx, open, out, schema, partition, inputs, o)
 	}
 	rw := &rewriter{
@@ -82,6 +91,16 @@ func Rewrite(ctx context.Context, open Opener, out cloud.Store, schema catalog.S
 		return RewriteResult{}, err
 	}
 	rw.ps, rw.hashers, rw.leaves = ps, tableHashers(ps, schema), ps.Fields()
+	if o.Order.On() {
+		// The prefetch gets an eighth of the budget, the sort's buffer
+		// another (startSort); the rest is for the readers' and the
+		// writer's buffers and the collector, which lets the heap grow
+		// to several times what is live.
+		rw.o.MemoryBudget = o.MemoryBudget / 8
+		if err := rw.startSort(o.MemoryBudget); err != nil {
+			return RewriteResult{}, err
+		}
+	}
 	if len(inputs) > 0 {
 		rw.partValues = inputs[0].PartitionValues
 	}
@@ -95,6 +114,9 @@ func Rewrite(ctx context.Context, open Opener, out cloud.Store, schema catalog.S
 	defer func() {
 		rw.abortFile()
 		rw.proof.close()
+		if rw.sorter != nil {
+			rw.sorter.close()
+		}
 		if err != nil {
 			// Best effort, with a context of its own: ctx may be why we fail.
 			dctx := context.WithoutCancel(ctx)
@@ -107,6 +129,11 @@ func Rewrite(ctx context.Context, open Opener, out cloud.Store, schema catalog.S
 	if err := rw.run(inputs, open); err != nil {
 		return RewriteResult{}, err
 	}
+	if rw.sorter != nil {
+		if err := rw.writeSorted(); err != nil {
+			return RewriteResult{}, err
+		}
+	}
 	if err := rw.closeFile(); err != nil {
 		return RewriteResult{}, err
 	}
@@ -115,6 +142,9 @@ func Rewrite(ctx context.Context, open Opener, out cloud.Store, schema catalog.S
 	}
 	for _, c := range rw.codecs {
 		rw.res.PagesReused += c.reused
+	}
+	if rw.sorter != nil {
+		rw.res.SortRuns = rw.sorter.spilled
 	}
 	return rw.res, nil
 }
@@ -172,6 +202,12 @@ type rewriter struct {
 	// reused pages by their bytes (see reuseProof).
 	proof *reuseProof
 	pages parquet.BufferPool // the writer's page buffers (newPageBuffers)
+
+	// sorter orders the rows when RewriteOptions.Order is on (sort.go);
+	// nil: rows go out in input order. sortingColumns are what the
+	// outputs record of it; nil for a z-order.
+	sorter         *sorter
+	sortingColumns []parquet.SortingColumn
 }
 
 // colPlan is how one table column is filled from one input file.
@@ -251,6 +287,9 @@ func (rw *rewriter) copyFile(p *prefetched) error {
 		plans[j].reuse = plans[j].reuse && writesPlain(field)
 	}
 	rw.res.BytesIn += p.size
+	if rw.sorter != nil {
+		return rw.sortRowGroups(key, f, plans, del)
+	}
 	return rw.copyRowGroups(key, f, plans, p.data, del)
 }
 

@@ -28,6 +28,9 @@ type Compact struct {
 	MaxCommits     count
 	Workers        count
 	Memory         size
+	// SortBy and ZOrderBy order the rows of the rewritten files; set to
+	// empty, no order whatever the table's properties say.
+	SortBy, ZOrderBy columns
 	// Format is the table's format: "" to tell it from the location.
 	Format string
 	// DeltaS3ConditionalWriters: see FormatOptions.
@@ -52,6 +55,8 @@ func (o *Compact) Bind(fs *pflag.FlagSet) {
 	fs.Var(&o.MaxCommits, "max-commits", "commit in at most this many groups of partitions, >= 1 (default 10)")
 	fs.Var(&o.Workers, "workers", "bins rewritten at once, >= 1 (default: number of CPUs)")
 	fs.Var(&o.Memory, "memory", "bytes all workers together may buffer (default 384MiB)")
+	fs.Var(&o.SortBy, "sort-by", "sort the rows of each partition's rewritten files by these columns, comma-separated (default: the table's compact.sort_by property; '' for none)")
+	fs.Var(&o.ZOrderBy, "zorder-by", "z-order the rows of each partition's rewritten files by these columns, comma-separated (default: the table's compact.zorder_by property; '' for none)")
 	fs.StringVar(&o.Format, "format", "", "the table's format, sluice, delta or iceberg (default: told by the location: a folder with _delta_log/ is a Delta table, an iceberg+ location an Iceberg table in its catalog)")
 	fs.BoolVar(&o.DeltaS3ConditionalWriters, "delta-s3-conditional-writers", false, "commit to a Delta table on S3: every writer of it commits with conditional puts (Spark's S3 log store does not)")
 	o.Work.bind(fs)
@@ -87,6 +92,13 @@ func (o *Compact) Validate() error {
 			errs = append(errs, bad("partition", "%q: want a Hive folder such as date=2024-01-31", p))
 		}
 	}
+	order, err := o.ordering()
+	if err != nil {
+		errs = append(errs, err)
+	} else if order != nil && order.On() && o.Work.on() {
+		// The work plan's units are rewritten in input order.
+		errs = append(errs, bad("sort-by", "and --zorder-by are not supported with --plan, --worker or --commit"))
+	}
 	errs = append(errs, o.Work.validate(o)...)
 	if len(errs) > 0 {
 		return errors.Join(errs...)
@@ -94,12 +106,43 @@ func (o *Compact) Validate() error {
 	co := compact.Options{
 		Plan: compact.PlanOptions{TargetFileSize: target, MinInputFiles: int(o.MinInputFiles.n),
 			IncludeCurrent: o.IncludeCurrent, MinFileAge: o.MinFileAge, Partitions: o.Partitions},
-		Workers: int(o.Workers.n), MaxCommits: int(o.MaxCommits.n), MemoryBudget: memory, DryRun: o.DryRun}
+		Workers: int(o.Workers.n), MaxCommits: int(o.MaxCommits.n), MemoryBudget: memory, DryRun: o.DryRun, Order: order}
 	if err := co.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrBadOption, err)
 	}
 	o.o = co
 	return nil
+}
+
+// columns is a flag of comma-separated column names that knows whether
+// it was given, so that an empty --sort-by turns a table's ordering off.
+type columns struct {
+	text string
+	set  bool
+}
+
+func (c *columns) String() string { return c.text }
+func (c *columns) Type() string   { return "columns" }
+func (c *columns) Set(v string) error {
+	c.text, c.set = v, true
+	return nil
+}
+
+// ordering is the compaction's order of rows: nil (the table's
+// properties say) when neither --sort-by nor --zorder-by is given.
+func (o *Compact) ordering() (*compact.Ordering, error) {
+	sortBy, zorderBy := compact.ParseColumns(o.SortBy.text), compact.ParseColumns(o.ZOrderBy.text)
+	switch {
+	case len(sortBy) > 0 && len(zorderBy) > 0:
+		return nil, bad("zorder-by", "and --sort-by: give one")
+	case len(zorderBy) > 0:
+		return &compact.Ordering{Columns: zorderBy, ZOrder: true}, nil
+	case len(sortBy) > 0:
+		return &compact.Ordering{Columns: sortBy}, nil
+	case o.SortBy.set || o.ZOrderBy.set:
+		return &compact.Ordering{}, nil
+	}
+	return nil, nil
 }
 
 func (o *Compact) memoryBudget() int64 {

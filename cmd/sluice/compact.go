@@ -12,7 +12,7 @@ import (
 func (a *app) compactCommand() *cobra.Command {
 	var o jobs.Compact
 	cmd := &cobra.Command{
-		Use:   "compact TABLE [--target-file-size SIZE] [--min-input-files N] [--partition P] [--dry-run] [--plan|--worker|--commit --plan-id ID --shard i/n]",
+		Use:   "compact TABLE [--target-file-size SIZE] [--min-input-files N] [--partition P] [--dry-run] [--sort-by COLS|--zorder-by COLS] [--plan|--worker|--commit --plan-id ID --shard i/n]",
 		Short: "Bin-pack small Parquet files into large ones",
 		Long: `Rewrite each partition's small files (under 75% of the target size) into
 files near the target, verify that the rows are the same (count, null counts
@@ -33,6 +33,15 @@ false, stats, commitInfo), rebased over its other writers' appends, dropped
 for the next run when one of them removed an input. On S3 it commits only
 with --delta-s3-conditional-writers: Spark's S3 log store does not write
 conditionally, so nothing would keep it from overwriting sluice's commit.
+
+--sort-by a,b sorts each partition's rewritten rows, across its files and
+within them (2MiB row groups, recorded as sorting_columns), so that a
+reader's filter on a skips most row groups; --zorder-by a,b interleaves
+the columns' bits so that a filter on either skips files. The sort spills
+to TMPDIR beyond a share of --memory. The table properties compact.sort_by
+and compact.zorder_by make either the default; --sort-by '' turns it off
+for one run. Files the planner leaves alone are not rewritten only to sort
+them, and neither combines with --plan, --worker or --commit.
 
 Spread over many processes (an Indexed Job's pods, an Argo workflow's
 steps): --plan writes the plan once (units: bins of one partition's small
