@@ -38,6 +38,8 @@
 //   - nested.go: a table with struct, list or map columns, rewritten row
 //     by row through internal/pqio and verified per leaf, each row's hash
 //     folding its leaves' repetition and definition levels.
+//   - planstream.go: a work plan made a partition at a time, holding one
+//     partition's file list at once.
 //   - sort.go: Ordering (--sort-by, --zorder-by), the table properties
 //     that make one the default, and why rows are ordered: so that
 //     readers skip files and row groups by their min/max.

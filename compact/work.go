@@ -139,11 +139,7 @@ func PlanWorkNamed(ctx context.Context, t Table, o PlanOptions, id string, now t
 		return nil, false, err
 	}
 	o.TargetFileSize = cmp.Or(o.TargetFileSize, m.TargetFileSize())
-	files, err := t.Files(ctx, m)
-	if err != nil {
-		return nil, false, err
-	}
-	p, err := PlanCompaction(files, o)
+	p, err := planTable(ctx, t, m, o)
 	if err != nil {
 		return nil, false, err
 	}

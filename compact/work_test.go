@@ -333,3 +333,64 @@ func TestNewestOpenPlanIsACompactionPlan(t *testing.T) {
 		t.Fatalf("with only the rollup plan open: %v, %v; want ErrNoPlan", got, err)
 	}
 }
+
+// onePartitionAtATime is a sluice table whose whole file list may not be
+// read: planning must go partition by partition. It records the most
+// files one read returned.
+type onePartitionAtATime struct {
+	*catalog.Table
+	most int
+}
+
+func (t *onePartitionAtATime) Files(context.Context, *catalog.Manifest) ([]catalog.DataFile, error) {
+	return nil, errors.New("the whole file list was read")
+}
+
+func (t *onePartitionAtATime) PartitionFiles(ctx context.Context, ref catalog.PartitionRef) ([]catalog.DataFile, error) {
+	fs, err := t.Table.PartitionFiles(ctx, ref)
+	t.most = max(t.most, len(fs))
+	return fs, err
+}
+
+// A work plan holds one partition's file list at a time, never the
+// table's, and plans exactly what PlanCompaction plans from the whole
+// list: the same units, inputs and outputs, a partition asked for that
+// the table lacks skipped the same way.
+func TestWorkPlanReadsOnePartitionAtATime(t *testing.T) {
+	ctx := context.Background()
+	tbl := smallFileTable(t, testenv.Location(t, testenv.Local), 4, 12, 50)
+	defer tbl.Close()
+	m, err := tbl.Latest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := tbl.Files(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, parts := range [][]string{nil, {"date=2024-03-02", "date=1999-12-31"}} {
+		o := compact.PlanOptions{TargetFileSize: 16 << 10, Partitions: parts}
+		want, err := compact.PlanCompaction(files, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pt := &onePartitionAtATime{Table: tbl}
+		wp, err := compact.PlanWork(ctx, pt, o, time.Now())
+		if err != nil {
+			t.Fatalf("partitions %v: %v", parts, err)
+		}
+		var got, wantBins []string
+		for _, u := range wp.Units {
+			got = append(got, fmt.Sprint(u.Partition, u.Outputs, u.Bytes, len(u.Inputs), u.Inputs[0].Path))
+		}
+		for _, b := range want.Bins() {
+			wantBins = append(wantBins, fmt.Sprint(b.Partition, b.Outputs, b.Bytes, len(b.Inputs), b.Inputs[0].Path))
+		}
+		if len(got) == 0 || !slices.Equal(got, wantBins) {
+			t.Fatalf("partitions %v: planned a partition at a time\n%v\nwant, from the whole list\n%v", parts, got, wantBins)
+		}
+		if pt.most == 0 || pt.most >= len(files) {
+			t.Fatalf("partitions %v: a read returned %d files of the table's %d; want one partition's", parts, pt.most, len(files))
+		}
+	}
+}
