@@ -79,6 +79,13 @@ type PlanOptions struct {
 	// one small file; a split bin is one file, however large. Zero: 8 ×
 	// TargetFileSize; otherwise at least 6 × TargetFileSize.
 	MaxBinBytes int64
+	// Order is the order of rows a work plan's units are rewritten in
+	// (PlanWork records it for every worker): nil, the table's
+	// properties (compact.sort_by, compact.zorder_by); a zero Ordering,
+	// input order. An ordered plan has one unit per partition, as Run
+	// sorts a partition's bins as one. PlanCompaction ignores it.
+	Order *Ordering
+
 	// Now is the planner's clock, for the current day and MinFileAge.
 	// Zero: time.Now().
 	Now time.Time

@@ -55,10 +55,10 @@ const (
 type Ordering struct {
 	// Columns are the key's columns, top-level primitive columns of the
 	// table. Empty: no ordering.
-	Columns []string
+	Columns []string `json:"columns"`
 	// ZOrder interleaves the bits of the columns' keys instead of sorting
 	// by them one after the other.
-	ZOrder bool
+	ZOrder bool `json:"zorder,omitempty"`
 }
 
 // On reports whether o orders the rows.

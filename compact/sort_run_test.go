@@ -2,12 +2,15 @@ package compact_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/compact"
 	"github.com/sluice-data/sluice/internal/pqio"
+	"golang.org/x/sync/errgroup"
 )
 
 // partitionKeys reads the list_id of every row of each live file of a
@@ -99,5 +102,59 @@ func TestTablePropertyOrdersCompactions(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSpreadCompactionFollowsTheTablesOrder: a work plan of a table whose
+// compact.sort_by names list_id records that order and makes one unit
+// per partition; two workers rewrite the units sorted, and after the
+// commit every partition's files are in order, each after the last, with
+// the rows unchanged.
+func TestSpreadCompactionFollowsTheTablesOrder(t *testing.T) {
+	ctx := context.Background()
+	const target = 8 << 10
+	tbl := smallFileTable(t, t.TempDir(), 3, 16, 500)
+	defer tbl.Close()
+	if _, err := tbl.Commit(ctx, catalog.Change{Operation: "set properties", Properties: map[string]string{compact.PropSortBy: "list_id"}}); err != nil {
+		t.Fatal(err)
+	}
+	before := tableRows(t, tbl)
+	plan, err := compact.PlanWork(ctx, tbl, compact.PlanOptions{TargetFileSize: target, MaxBinBytes: 6 * target}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.Order == nil || plan.Order.String() != (compact.Ordering{Columns: []string{"list_id"}}).String() || len(plan.Units) != 3 {
+		t.Fatalf("the plan's order %v and %d units; want list_id and one unit per partition", plan.Order, len(plan.Units))
+	}
+	var g errgroup.Group
+	for i := range 2 {
+		g.Go(func() error {
+			_, err := compact.Work(ctx, tbl, plan.ID, compact.WorkerOptions{Name: fmt.Sprint("w", i), Shard: i, Shards: 2})
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := compact.CommitWork(ctx, tbl, plan.ID, compact.CommitOptions{}); err != nil || !r.Done || len(r.Committed) != 3 {
+		t.Fatalf("commit: %+v, %v; want the 3 units committed", r, err)
+	}
+	if !slices.Equal(before, tableRows(t, tbl)) {
+		t.Fatal("the spread compaction changed the rows")
+	}
+	for p, files := range partitionKeys(t, tbl) {
+		if len(files) < 2 {
+			t.Fatalf("%s: %d files; want several", p, len(files))
+		}
+		last := int64(-1)
+		for _, keys := range files {
+			for _, k := range keys {
+				if k < last {
+					t.Fatalf("%s: list_id %d after %d; want each file sorted and after the last", p, k, last)
+				}
+				last = k
+			}
+			last++
+		}
 	}
 }

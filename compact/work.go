@@ -64,7 +64,10 @@ type WorkPlan struct {
 	// Schema is the table's schema at Version: the outputs' schema.
 	Schema         catalog.Schema `json:"schema"`
 	TargetFileSize int64          `json:"target_file_size"`
-	Units          []Unit         `json:"units"`
+	// Order is the order of rows every unit is rewritten in; nil: input
+	// order.
+	Order *Ordering `json:"order,omitempty"`
+	Units []Unit    `json:"units"`
 }
 
 // Unit is one bin of the plan: the input files of one partition that one
@@ -143,9 +146,18 @@ func PlanWorkNamed(ctx context.Context, t Table, o PlanOptions, id string, now t
 	if err != nil {
 		return nil, false, err
 	}
+	order, err := runOrdering(o.Order, m)
+	if err != nil {
+		return nil, false, err
+	}
 	wp := &WorkPlan{Table: m.Identity(t.Store().URL("")), Version: m.Version, Created: now.UTC(), Schema: m.Schema,
 		TargetFileSize: o.TargetFileSize}
-	for i, b := range p.Bins() {
+	bins := p.Bins()
+	if order.On() {
+		bins = binPerPartition(bins)
+		wp.Order = &order
+	}
+	for i, b := range bins {
 		wp.Units = append(wp.Units, Unit{ID: fmt.Sprintf("u%05d", i+1), Partition: b.Partition, Outputs: b.Outputs,
 			Bytes: b.Bytes, Inputs: b.Inputs})
 	}

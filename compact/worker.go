@@ -215,6 +215,9 @@ func (w *worker) do(ctx context.Context, u Unit, c *claim.Claim) error {
 	ro.Outputs = u.Outputs
 	ro.TargetFileSize = cmp.Or(ro.TargetFileSize, w.plan.TargetFileSize)
 	ro.NewPath = w.t.NewDataFilePath
+	if w.plan.Order != nil {
+		ro.Order = *w.plan.Order
+	}
 	inputs := u.inputs()
 	var rr RewriteResult
 	err := c.Hold(ctx, func(ctx context.Context) error {

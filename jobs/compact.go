@@ -92,12 +92,10 @@ func (o *Compact) Validate() error {
 			errs = append(errs, bad("partition", "%q: want a Hive folder such as date=2024-01-31", p))
 		}
 	}
+	// A spread compaction's plan records the order its workers follow.
 	order, err := o.ordering()
 	if err != nil {
 		errs = append(errs, err)
-	} else if order != nil && order.On() && o.Work.on() {
-		// The work plan's units are rewritten in input order.
-		errs = append(errs, bad("sort-by", "and --zorder-by are not supported with --plan, --worker or --commit"))
 	}
 	errs = append(errs, o.Work.validate(o)...)
 	if len(errs) > 0 {
@@ -105,7 +103,7 @@ func (o *Compact) Validate() error {
 	}
 	co := compact.Options{
 		Plan: compact.PlanOptions{TargetFileSize: target, MinInputFiles: int(o.MinInputFiles.n),
-			IncludeCurrent: o.IncludeCurrent, MinFileAge: o.MinFileAge, Partitions: o.Partitions},
+			IncludeCurrent: o.IncludeCurrent, MinFileAge: o.MinFileAge, Partitions: o.Partitions, Order: order},
 		Workers: int(o.Workers.n), MaxCommits: int(o.MaxCommits.n), MemoryBudget: memory, DryRun: o.DryRun, Order: order}
 	if err := co.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrBadOption, err)

@@ -41,7 +41,8 @@ the columns' bits so that a filter on either skips files. The sort spills
 to TMPDIR beyond a share of --memory. The table properties compact.sort_by
 and compact.zorder_by make either the default; --sort-by '' turns it off
 for one run. Files the planner leaves alone are not rewritten only to sort
-them, and neither combines with --plan, --worker or --commit.
+them. Spread over many processes, --plan records the order in the plan and
+makes one unit per partition; the workers follow it.
 
 Spread over many processes (an Indexed Job's pods, an Argo workflow's
 steps): --plan writes the plan once (units: bins of one partition's small
