@@ -327,10 +327,11 @@ func (rw *rewriter) chooseEncodings(md *format.FileMetaData, plans []colPlan) er
 	return nil
 }
 
-// copyRowGroups copies the row groups of input f, whose deleted rows, if
-// any, are del (nil: none), into the output.
-func (rw *rewriter) copyRowGroups(key string, f *parquet.File, plans []colPlan, data []byte, del *deletions) error {
-	md := f.Metadata()
+// keptRowGroups calls fn for each row group of input f that keeps a row
+// (del: the deleted ones, nil for none), with its index, its first row in
+// the file and how many it keeps; a group with nothing kept is counted in
+// and as deleted without being read.
+func (rw *rewriter) keptRowGroups(f *parquet.File, del *deletions, fn func(g int, rg parquet.RowGroup, first int64, kept int) error) error {
 	var first int64 // the row group's first row in the file
 	for g, rg := range f.RowGroups() {
 		if err := rw.ctx.Err(); err != nil {
@@ -349,6 +350,18 @@ func (rw *rewriter) copyRowGroups(key string, f *parquet.File, plans []colPlan, 
 			rw.res.RowsDeleted += n
 			continue
 		}
+		if err := fn(g, rg, start, int(n-dropped)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// copyRowGroups copies the row groups of input f, whose deleted rows, if
+// any, are del (nil: none), into the output.
+func (rw *rewriter) copyRowGroups(key string, f *parquet.File, plans []colPlan, data []byte, del *deletions) error {
+	md := f.Metadata()
+	return rw.keptRowGroups(f, del, func(g int, rg parquet.RowGroup, first int64, kept int) error {
 		var compressed int64
 		var metas []format.ColumnChunk
 		if g < len(md.RowGroups) {
@@ -362,14 +375,14 @@ func (rw *rewriter) copyRowGroups(key string, f *parquet.File, plans []colPlan, 
 		}
 		copyGroup := func() error { return rw.copyRowGroup(key, rg, plans, data, metas) }
 		if del != nil {
-			copyGroup = func() error { return rw.copyRowGroupRows(key, rg, plans, del, start, int(n-dropped)) }
+			copyGroup = func() error { return rw.copyRowGroupRows(key, rg, plans, del, first, kept) }
 		}
 		if err := pqio.NoPanic(copyGroup); err != nil {
 			return err
 		}
 		rw.inBytes += compressed
-	}
-	return nil
+		return nil
+	})
 }
 
 // leafColumns indexes the leaf columns under c by their leaf index.

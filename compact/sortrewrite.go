@@ -47,28 +47,9 @@ func (rw *rewriter) startSort(budget int64) error {
 // deleted) into the sorter: converted to the table's types, counted and
 // hashed for the verification as any rewrite's inputs.
 func (rw *rewriter) sortRowGroups(key string, f *parquet.File, plans []colPlan, del *deletions) error {
-	var first int64 // the row group's first row in the file
-	for _, rg := range f.RowGroups() {
-		if err := rw.ctx.Err(); err != nil {
-			return err
-		}
-		n := rg.NumRows()
-		start := first
-		first += n
-		if n == 0 {
-			continue
-		}
-		dropped := del.within(start, n)
-		if dropped == n {
-			rw.res.RowsIn += n
-			rw.res.RowsDeleted += n
-			continue
-		}
-		if err := pqio.NoPanic(func() error { return rw.sortRowGroup(key, rg, plans, del, start, int(n-dropped)) }); err != nil {
-			return err
-		}
-	}
-	return nil
+	return rw.keptRowGroups(f, del, func(_ int, rg parquet.RowGroup, first int64, kept int) error {
+		return pqio.NoPanic(func() error { return rw.sortRowGroup(key, rg, plans, del, first, kept) })
+	})
 }
 
 // sortRowGroup is sortRowGroups for one row group of n rows, from the
