@@ -57,14 +57,7 @@ build_sluice "$DATA/sluice"
 go build -o "$DATA/kafkabench" ./bench/kafkabench
 
 # The broker, stopped on any exit.
-rm -f "$ADDRFILE"
-"$DATA/kafkabench" broker "$ADDRFILE" 2> "$DATA/kafka-broker.log" &
-broker=$!
-stop_broker() { kill "$broker" 2>/dev/null && wait "$broker" 2>/dev/null || true; }
-trap stop_broker EXIT
-for _ in $(seq 100); do [ -s "$ADDRFILE" ] && break; kill -0 "$broker" || break; sleep 0.1; done
-[ -s "$ADDRFILE" ] || { echo "broker did not start:" >&2; cat "$DATA/kafka-broker.log" >&2; exit 1; }
-addr=$(cat "$ADDRFILE")
+start_broker "$ADDRFILE" "$DATA/kafka-broker.log"
 
 echo "producing $RECORDS records onto $PARTITIONS partitions ($COMPRESSION) at $addr ..." >&2
 "$DATA/kafkabench" produce -partitions "$PARTITIONS" -compression "$COMPRESSION" "$addr" events "$IN" > "$DATA/kafka-produce.json"

@@ -27,3 +27,15 @@ build_sluice() {
     SLUICE_BUILD="cgo, zstd by libzstd"
   fi
 }
+# start_broker ADDRFILE LOG: starts bench/kafkabench's in-process kfake
+# broker ($DATA/kafkabench, built) on loopback, stopped on any exit; sets
+# broker (its pid) and addr (host:port), or exits 1 with its log.
+start_broker() {
+  rm -f "$1"
+  "$DATA/kafkabench" broker "$1" 2> "$2" &
+  broker=$!
+  trap 'kill "$broker" 2>/dev/null && wait "$broker" 2>/dev/null || true' EXIT
+  for _ in $(seq 100); do [ -s "$1" ] && break; kill -0 "$broker" || break; sleep 0.1; done
+  [ -s "$1" ] || { echo "broker did not start:" >&2; cat "$2" >&2; exit 1; }
+  addr=$(cat "$1")
+}
