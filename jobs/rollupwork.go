@@ -178,11 +178,7 @@ func (o *Rollup) workPlan(ctx context.Context, env Env, t *catalog.Table, res *R
 	case w.Plan && (!w.Worker || w.shard == 0):
 		ro := o.o
 		ro.RunID, ro.Logger = env.RunID, env.logger()
-		now := time.Now().UTC()
-		plan, err = rollup.PlanWork(ctx, t, ro, w.shards, w.PlanID, now)
-		// A plan of that id written before, or by a planner that won
-		// the race, was made at another time.
-		res.Planned = err == nil && plan.Created.Equal(now)
+		plan, res.Planned, err = rollup.PlanWork(ctx, t, ro, w.shards, w.PlanID, time.Now())
 	case w.PlanID != "":
 		wctx, cancel := context.WithTimeout(ctx, max(w.PlanWait, time.Millisecond))
 		plan, err = rollup.WaitPlan(wctx, t, w.PlanID, workPoll)

@@ -172,38 +172,39 @@ func (p *WorkPlan) options() (Options, error) {
 //
 // Bad options, or options unlike those the output was made with (without
 // Full), fail as Run fails, before anything is written. The source must
-// be a sluice table.
-func PlanWork(ctx context.Context, out *catalog.Table, o Options, shards int, planID string, now time.Time) (*WorkPlan, error) {
+// be a sluice table. created tells whether this call wrote the plan
+// (false: a plan of that id was there, whoever wrote it).
+func PlanWork(ctx context.Context, out *catalog.Table, o Options, shards int, planID string, now time.Time) (plan *WorkPlan, created bool, err error) {
 	if err := o.Validate(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if shards < 1 {
-		return nil, fmt.Errorf("shards: %d: %w", shards, ErrShards)
+		return nil, false, fmt.Errorf("shards: %d: %w", shards, ErrShards)
 	}
 	for what, loc := range map[string]string{"source": o.Source, "snapshot": o.Snapshot} {
 		// The plan names them for its workers, in the output's store:
 		// a secret would be written there.
 		if cloud.Redact(loc) != loc {
-			return nil, fmt.Errorf("%s %s carries credentials: a sharded rollup takes them from the environment", what, cloud.Redact(loc))
+			return nil, false, fmt.Errorf("%s %s carries credentials: a sharded rollup takes them from the environment", what, cloud.Redact(loc))
 		}
 	}
 	if planID != "" {
 		if !validPlanID.MatchString(planID) {
-			return nil, fmt.Errorf("%q: %w", planID, ErrBadPlanID)
+			return nil, false, fmt.Errorf("%q: %w", planID, ErrBadPlanID)
 		}
 		wp, err := ReadPlan(ctx, out, planID)
 		if !errors.Is(err, ErrNoPlan) {
-			return wp, err
+			return wp, false, err
 		}
 	}
 	src, err := catalog.Open(ctx, o.Source, catalog.Options{})
 	if err != nil {
-		return nil, fmt.Errorf("source %s: %w", cloud.Redact(o.Source), err)
+		return nil, false, fmt.Errorf("source %s: %w", cloud.Redact(o.Source), err)
 	}
 	defer src.Close()
 	wp, err := decidePlan(ctx, out, src, o)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	wp.Shards, wp.Created, wp.ID = shards, now.UTC(), planID
 	if wp.ID == "" {
@@ -213,24 +214,25 @@ func PlanWork(ctx context.Context, out *catalog.Table, o Options, shards int, pl
 	}
 	data, err := json.Marshal(wp)
 	if err != nil {
-		return nil, fmt.Errorf("encode plan: %w", err)
+		return nil, false, fmt.Errorf("encode plan: %w", err)
 	}
 	st := out.Store()
 	_, won, err := claim.PutOnce(ctx, st, planKey(wp.ID), data)
 	if err != nil {
-		return nil, fmt.Errorf("write plan %s: %w", wp.ID, err)
+		return nil, false, fmt.Errorf("write plan %s: %w", wp.ID, err)
 	}
 	if !won {
 		// Another planner of the same id wrote first: its plan is the
 		// one every worker reads.
-		return ReadPlan(ctx, out, wp.ID)
+		theirs, err := ReadPlan(ctx, out, wp.ID)
+		return theirs, false, err
 	}
 	if wp.Empty {
 		if _, _, err := claim.PutOnce(ctx, st, doneKey(wp.ID), []byte(wp.ID+"\n")); err != nil {
-			return nil, fmt.Errorf("close plan %s: %w", wp.ID, err)
+			return nil, false, fmt.Errorf("close plan %s: %w", wp.ID, err)
 		}
 	}
-	return wp, nil
+	return wp, true, nil
 }
 
 // decidePlan is the decision part of runOnce, over the source's latest

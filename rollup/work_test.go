@@ -147,7 +147,7 @@ func shardedRun(t *testing.T, out string, o rollup.Options, shards int, id strin
 	t.Helper()
 	ctx := context.Background()
 	tb := openOut(t, out)
-	plan, err := rollup.PlanWork(ctx, tb, o, shards, id, time.Now())
+	plan, _, err := rollup.PlanWork(ctx, tb, o, shards, id, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +239,7 @@ func TestShardedRollupEqualsOneProcessRun(t *testing.T) {
 			}
 			sameAsOneProcess(t, "a new key", sharded, single, cr, run(t, single, o))
 
-			empty, err := rollup.PlanWork(ctx, openOut(t, sharded), o, 4, "nothing", time.Now())
+			empty, _, err := rollup.PlanWork(ctx, openOut(t, sharded), o, 4, "nothing", time.Now())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -280,13 +280,13 @@ func TestShardOfADeadWorkerIsTakenOver(t *testing.T) {
 	src, snap, base := workInputs(t, testenv.Local)
 	out := openOut(t, base+"/sharded")
 	o := options(t, src, snap)
-	plan, err := rollup.PlanWork(ctx, out, o, 2, "job-1", time.Now())
-	if err != nil {
-		t.Fatal(err)
+	plan, created, err := rollup.PlanWork(ctx, out, o, 2, "job-1", time.Now())
+	if err != nil || !created {
+		t.Fatalf("planning job-1: %v, written by this call %v; want it written", err, created)
 	}
-	again, err := rollup.PlanWork(ctx, out, o, 2, "job-1", time.Now().Add(time.Hour))
-	if err != nil || !again.Created.Equal(plan.Created) {
-		t.Fatalf("planning job-1 again: %v, made %v; want the plan made first, %v", err, again.Created, plan.Created)
+	again, created, err := rollup.PlanWork(ctx, out, o, 2, "job-1", time.Now().Add(time.Hour))
+	if err != nil || created || !again.Created.Equal(plan.Created) {
+		t.Fatalf("planning job-1 again: %v, written %v, made %v; want the plan made first, %v, not written again", err, created, again.Created, plan.Created)
 	}
 	dctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -336,7 +336,7 @@ func TestCommitOfAStalePlanFails(t *testing.T) {
 	run(t, loc, o)
 	appendEvents(t, openOut(t, src), []event{{a: 3, b: "eu", ts: day(5), v: 5}})
 	out := openOut(t, loc)
-	plan, err := rollup.PlanWork(ctx, out, o, 3, "", time.Now())
+	plan, _, err := rollup.PlanWork(ctx, out, o, 3, "", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
