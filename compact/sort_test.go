@@ -71,6 +71,8 @@ func TestSortedRewriteOrdersRowsWithinAndAcrossFilesThroughSpills(t *testing.T) 
 	tmp := sortTempDir(t)
 	defer func(n int) { sortFanIn = n }(sortFanIn)
 	sortFanIn = 3 // five runs or more: a merge pass before the last merge
+	defer func(n int64) { sortBufferCap = n }(sortBufferCap)
+	sortBufferCap = 64 << 10
 	st := tempStore(t)
 	schema := parseSchema(t, eventSchema)
 	inputs := shuffledInputs(t, st, schema, 20, 1000)
@@ -81,7 +83,7 @@ func TestSortedRewriteOrdersRowsWithinAndAcrossFilesThroughSpills(t *testing.T) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The sort's eighth of 4 MiB holds a few thousand rows: the 20,000
+	// The sort's 64 KiB hold about a thousand rows, encoded: the 20,000
 	// rows went through runs on disk and a merge pass.
 	// Four runs or more need a merge pass, which writes one more: five.
 	if res.SortRuns < 5 {

@@ -15,7 +15,7 @@ import (
 const sortBatch = 256
 
 // startSort readies the rewrite to order its rows (RewriteOptions.Order):
-// the sorter, whose buffer gets an eighth of the memory budget, and the
+// the sorter, whose buffer gets a sixteenth of the memory budget, and the
 // sorting_columns the outputs record.
 func (rw *rewriter) startSort(budget int64) error {
 	idx, err := rw.o.Order.check(rw.schema)
@@ -39,7 +39,7 @@ func (rw *rewriter) startSort(budget int64) error {
 			rw.sortingColumns[i] = parquet.NullsFirst(parquet.Ascending(c))
 		}
 	}
-	rw.sorter = newSorter(rw.ctx, kinds, keyOf, max(budget/8, 1<<20))
+	rw.sorter = newSorter(rw.ctx, kinds, keyOf, min(max(budget/16, 1<<20), sortBufferCap))
 	return nil
 }
 
@@ -100,14 +100,20 @@ func (rw *rewriter) sortRowGroup(key string, rg parquet.RowGroup, plans []colPla
 	return nil
 }
 
-// sortRows converts and hashes a batch of kept input rows and adds them,
-// as rows of the table's columns that own their bytes, to the sorter.
+// sortRows converts and hashes a batch of kept input rows and adds them
+// to the sorter, which encodes each as it is added.
 func (rw *rewriter) sortRows(key string, plans []colPlan, in []parquet.Row) error {
 	if len(in) == 0 {
 		return nil
 	}
 	cols := len(plans)
-	backing := make([]parquet.Value, len(in)*cols)
+	if cap(rw.sortBacking) < len(in)*cols {
+		rw.sortBacking = make([]parquet.Value, len(in)*cols)
+	}
+	backing := rw.sortBacking[:len(in)*cols]
+	// The batch's bytes, in one buffer: a column's converted values may
+	// be in a buffer the next column's conversion reuses.
+	block := rw.sortBytes[:0]
 	rw.in.begin(len(in))
 	for j := range plans {
 		vals, _, err := rw.rowValues(key, j, &plans[j], in, rw.vals, true)
@@ -116,23 +122,9 @@ func (rw *rewriter) sortRows(key string, plans []colPlan, in []parquet.Row) erro
 		}
 		rw.in.mix(j, 0, vals, rw.hashers[j])
 		k := rw.leaves[j].Type().Kind()
-		if k != parquet.ByteArray && k != parquet.FixedLenByteArray {
-			for i := range vals {
-				v := &vals[i]
-				backing[i*cols+j] = v.Level(0, v.DefinitionLevel(), j)
-			}
-			continue
-		}
-		// The column's bytes of the batch in one block: the values may
-		// point into the input's pages, which are reused.
-		n := 0
-		for i := range vals {
-			n += len(vals[i].ByteArray())
-		}
-		block := make([]byte, 0, n)
 		for i := range vals {
 			v := &vals[i]
-			if v.IsNull() {
+			if v.IsNull() || (k != parquet.ByteArray && k != parquet.FixedLenByteArray) {
 				backing[i*cols+j] = v.Level(0, v.DefinitionLevel(), j)
 				continue
 			}
@@ -152,6 +144,8 @@ func (rw *rewriter) sortRows(key string, plans []colPlan, in []parquet.Row) erro
 			return fmt.Errorf("rewrite %s: %w", rw.partition, err)
 		}
 	}
+	clear(backing)
+	rw.sortBytes = block[:0]
 	return nil
 }
 
@@ -225,7 +219,8 @@ func (rw *rewriter) writeSorted() error {
 		rw.inBytes += b
 		rw.fileRows++
 		written++
-		prev = *r
+		// r.key may be a buffer the sorter reuses for the next row.
+		prev = sortRow{key: append(prev.key[:0], r.key...), pre: r.pre}
 		if len(batch) == cap(batch) {
 			return flush()
 		}

@@ -3,6 +3,7 @@ package compact
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"container/heap"
 	"context"
 	"encoding/binary"
@@ -13,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/deprecated"
@@ -23,6 +25,11 @@ import (
 // each merging sortFanIn runs into one, until few enough are left. A
 // variable so that a test can make the passes happen with few runs.
 var sortFanIn = 64
+
+// sortBufferCap is the most a sorter buffers before it spills, whatever
+// its share of the memory budget. A variable so that a test can make a
+// small sort spill.
+var sortBufferCap int64 = math.MaxInt64
 
 // runReadBuffer is the read buffer of one run being merged.
 const runReadBuffer = 64 << 10
@@ -47,28 +54,62 @@ func compareRows(a, b *sortRow) int {
 	return bytes.Compare(a.key, b.key)
 }
 
-// keyArenaSize is the size of the blocks that keys are carved from, so
-// that a row's key is not an allocation of its own.
+// keyPrefix is the first 8 bytes of key as a big-endian number.
+func keyPrefix(key []byte) uint64 {
+	var b [8]byte
+	copy(b[:], key)
+	return binary.BigEndian.Uint64(b[:])
+}
+
+// keyArenaSize is the size of the blocks that the values of rows read
+// back from a run are carved from.
 const keyArenaSize = 64 << 10
 
-// sorter is an external merge sort of a rewrite's rows: they are buffered
-// up to limit bytes (as the Go heap holds them, estimated), then sorted
-// and spilled as a run to a file of dir; finish merges the runs.
+// recordBlockSize is the size of the blocks the sorter's buffered rows are
+// encoded into.
+const recordBlockSize = 1 << 20
+
+// A buffered row is kept encoded, not as a parquet.Row: a record of its
+// key's length (uvarint), its key, its encoding's length (uvarint) and
+// its encoding as a run holds it (appendRow), in a block of bytes. A
+// parquet.Row is 24 bytes a value plus its byte arrays, each a pointer
+// the garbage collector follows; a record is about the size of the
+// values, the blocks hold no pointer, and a spill writes the records'
+// encodings as they are. The rows are sorted as sortEntry values, which
+// hold no pointer either.
+
+// sortEntry is one buffered row: its key's first 16 bytes as two
+// numbers (zero-padded), which settle nearly every comparison, its key's
+// length, and where its record is.
+type sortEntry struct {
+	k0, k1   uint64
+	blk, off uint32
+	klen     uint32
+}
+
+// sortEntryBytes is what a sortEntry takes in the sorter's slice.
+const sortEntryBytes = 32
+
+// sorter is an external merge sort of a rewrite's rows: they are buffered,
+// encoded, up to limit bytes, then sorted and spilled as a run to a file
+// of dir; finish merges the runs.
 type sorter struct {
 	ctx   context.Context
 	kinds []parquet.Kind // the physical type of each column
 	keyOf func(dst []byte, row parquet.Row) []byte
 	limit int64
-	arena []byte // the block keys are appended to
 
-	rows  []sortRow
-	bytes int64
-	dir   string   // made at the first spill
-	runs  []string // sorted runs spilled, in dir
-	made  int      // runs made, to name the next one
+	entries []sortEntry
+	blocks  [][]byte // the records of entries; kept for reuse after a spill
+	used    int      // blocks[:used] hold records
+	bytes   int64
+	dir     string   // made at the first spill
+	runs    []string // sorted runs spilled, in dir
+	made    int      // runs made, to name the next one
 	// spilled counts the runs written, merge passes' included.
 	spilled int
-	buf     []byte
+	keyBuf  []byte
+	rowBuf  []byte
 	// lo and hi are the lowest and highest key added (z-order).
 	lo, hi []byte
 }
@@ -76,74 +117,140 @@ type sorter struct {
 // newSorter returns a sorter of rows of the given column types that
 // spills when it holds limit bytes.
 func newSorter(ctx context.Context, kinds []parquet.Kind, keyOf func(dst []byte, row parquet.Row) []byte, limit int64) *sorter {
-	return &sorter{ctx: ctx, kinds: kinds, keyOf: keyOf, limit: limit}
+	// Room for the entries of rows of 96 bytes encoded, so that the
+	// slice seldom grows.
+	n := min(limit/(96+sortEntryBytes), 1<<20)
+	return &sorter{ctx: ctx, kinds: kinds, keyOf: keyOf, limit: limit, entries: make([]sortEntry, 0, n)}
 }
 
-// sortRowOf is row with its key.
-func (s *sorter) sortRowOf(row parquet.Row) sortRow {
-	if cap(s.arena)-len(s.arena) < 512 {
-		s.arena = make([]byte, 0, keyArenaSize)
+// record is the key and the row encoding of entry e.
+func (s *sorter) record(e sortEntry) (key, row []byte) {
+	b := s.blocks[e.blk][e.off:]
+	n, w := binary.Uvarint(b)
+	key, b = b[w:w+int(n)], b[w+int(n):]
+	n, w = binary.Uvarint(b)
+	return key, b[w : w+int(n)]
+}
+
+// compareEntries orders entries by their keys, as bytes.Compare orders
+// the keys: by their first 16 bytes, then, where those are equal and one
+// key is no longer, by length (the shorter, zero-padded, is a prefix of
+// the other), and else by the rest, read from the records.
+func (s *sorter) compareEntries(a, b sortEntry) int {
+	if a.k0 != b.k0 {
+		return cmp.Compare(a.k0, b.k0)
 	}
-	start := len(s.arena)
-	s.arena = s.keyOf(s.arena, row)
-	key := s.arena[start:len(s.arena):len(s.arena)]
-	var b [8]byte
-	copy(b[:], key)
-	return sortRow{row: row, key: key, pre: binary.BigEndian.Uint64(b[:])}
-}
-
-// rowHeapBytes estimates the heap a buffered row takes: its sortRow, its
-// values and their bytes, its key.
-func rowHeapBytes(r *sortRow) int64 {
-	n := int64(56 + 24*len(r.row) + len(r.key))
-	for i := range r.row {
-		if v := &r.row[i]; !v.IsNull() && (v.Kind() == parquet.ByteArray || v.Kind() == parquet.FixedLenByteArray) {
-			n += int64(len(v.ByteArray()))
-		}
+	if a.k1 != b.k1 {
+		return cmp.Compare(a.k1, b.k1)
 	}
-	return n
+	if a.klen <= 16 || b.klen <= 16 {
+		return cmp.Compare(a.klen, b.klen)
+	}
+	ka, _ := s.record(a)
+	kb, _ := s.record(b)
+	return bytes.Compare(ka[16:], kb[16:])
 }
 
-// add buffers row, which the sorter keeps (its values must not alias a
-// buffer that is reused), and spills the buffer when it is full.
+// add buffers row, encoded (row's values may alias a buffer that is
+// reused once add returns), and spills the buffer when it is full.
 func (s *sorter) add(row parquet.Row) error {
-	r := s.sortRowOf(row)
-	if s.lo == nil || bytes.Compare(r.key, s.lo) < 0 {
-		s.lo = r.key
+	s.keyBuf = s.keyOf(s.keyBuf[:0], row)
+	key := s.keyBuf
+	if s.lo == nil || bytes.Compare(key, s.lo) < 0 {
+		s.lo = append(s.lo[:0], key...)
 	}
-	if s.hi == nil || bytes.Compare(r.key, s.hi) > 0 {
-		s.hi = r.key
+	if s.hi == nil || bytes.Compare(key, s.hi) > 0 {
+		s.hi = append(s.hi[:0], key...)
 	}
-	s.rows = append(s.rows, r)
-	s.bytes += rowHeapBytes(&r)
+	s.rowBuf = appendRow(s.rowBuf[:0], row, s.kinds)
+	n := 2*binary.MaxVarintLen64 + len(key) + len(s.rowBuf)
+	if s.used == 0 || cap(s.blocks[s.used-1])-len(s.blocks[s.used-1]) < n {
+		s.nextBlock(n)
+	}
+	blk := s.used - 1
+	b := s.blocks[blk]
+	off := len(b)
+	b = binary.AppendUvarint(b, uint64(len(key)))
+	b = append(b, key...)
+	b = binary.AppendUvarint(b, uint64(len(s.rowBuf)))
+	b = append(b, s.rowBuf...)
+	s.blocks[blk] = b
+	var k16 [16]byte
+	copy(k16[:], key)
+	s.entries = append(s.entries, sortEntry{
+		k0: binary.BigEndian.Uint64(k16[:8]), k1: binary.BigEndian.Uint64(k16[8:]),
+		blk: uint32(blk), off: uint32(off), klen: uint32(len(key)),
+	})
+	s.bytes += int64(len(b)-off) + sortEntryBytes
 	if s.bytes >= s.limit {
 		return s.spill()
 	}
 	return nil
 }
 
+// recordBlocks are record blocks of recordBlockSize that sorters closed,
+// for the next partition's sorter: a compaction sorts its partitions one
+// after another, and each would otherwise make its buffer anew while the
+// last one's waits for the collector.
+var recordBlocks = sync.Pool{New: func() any { b := make([]byte, 0, recordBlockSize); return &b }}
+
+// nextBlock makes the next block, one of at least n bytes, the one
+// records are appended to: a block kept from before a spill, or another.
+func (s *sorter) nextBlock(n int) {
+	if s.used < len(s.blocks) && cap(s.blocks[s.used]) >= n {
+		s.blocks[s.used] = s.blocks[s.used][:0]
+	} else {
+		var b []byte
+		if n <= recordBlockSize {
+			b = (*recordBlocks.Get().(*[]byte))[:0]
+		} else {
+			b = make([]byte, 0, n)
+		}
+		if s.used < len(s.blocks) {
+			s.blocks[s.used] = b
+		} else {
+			s.blocks = append(s.blocks, b)
+		}
+	}
+	s.used++
+}
+
+// sortEntries sorts the buffered rows by their keys.
+func (s *sorter) sortEntries() {
+	slices.SortFunc(s.entries, s.compareEntries)
+}
+
+// reset empties the buffer, keeping its blocks for the rows to come.
+func (s *sorter) reset() {
+	s.entries, s.used, s.bytes = s.entries[:0], 0, 0
+}
+
 // spill sorts the buffered rows and writes them as a run.
 func (s *sorter) spill() error {
-	if len(s.rows) == 0 {
+	if len(s.entries) == 0 {
 		return nil
 	}
-	slices.SortFunc(s.rows, func(a, b sortRow) int { return compareRows(&a, &b) })
-	rows := s.rows
-	err := s.writeRun(func(emit func(*sortRow) error) error {
-		for i := range rows {
-			if err := emit(&rows[i]); err != nil {
+	s.sortEntries()
+	err := s.writeRun(func(w *bufio.Writer) error {
+		for i, e := range s.entries {
+			if i%4096 == 4095 {
+				if err := s.ctx.Err(); err != nil {
+					return err
+				}
+			}
+			_, row := s.record(e)
+			if _, err := w.Write(row); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-	clear(s.rows)
-	s.rows, s.bytes = s.rows[:0], 0
+	s.reset()
 	return err
 }
 
-// writeRun writes the rows that fill emits, in order, as a new run.
-func (s *sorter) writeRun(fill func(emit func(*sortRow) error) error) (err error) {
+// writeRun writes the rows that fill writes to w, in order, as a new run.
+func (s *sorter) writeRun(fill func(w *bufio.Writer) error) (err error) {
 	if s.dir == "" {
 		if s.dir, err = os.MkdirTemp("", "sluice-sort-*"); err != nil {
 			return fmt.Errorf("sort: spill: %w", err)
@@ -164,17 +271,7 @@ func (s *sorter) writeRun(fill func(emit func(*sortRow) error) error) (err error
 		}
 	}()
 	w := bufio.NewWriterSize(f, 1<<20)
-	n := 0
-	err = fill(func(r *sortRow) error {
-		if n++; n%4096 == 0 {
-			if err := s.ctx.Err(); err != nil {
-				return err
-			}
-		}
-		s.buf = appendRow(s.buf[:0], r.row, s.kinds)
-		_, err := w.Write(s.buf)
-		return err
-	})
+	err = fill(w)
 	if err == nil {
 		err = w.Flush()
 	}
@@ -189,22 +286,28 @@ func (s *sorter) writeRun(fill func(emit func(*sortRow) error) error) (err error
 // finish sorts what is buffered and emits every row added, in order:
 // merged with the spilled runs, in passes of at most sortFanIn runs.
 func (s *sorter) finish(emit func(*sortRow) error) error {
-	slices.SortFunc(s.rows, func(a, b sortRow) int { return compareRows(&a, &b) })
+	s.sortEntries()
 	for len(s.runs) > sortFanIn {
 		batch := slices.Clone(s.runs[:sortFanIn])
 		s.runs = slices.Clone(s.runs[sortFanIn:])
-		if err := s.writeRun(func(e func(*sortRow) error) error { return s.merge(batch, nil, e) }); err != nil {
+		err := s.writeRun(func(w *bufio.Writer) error {
+			return s.merge(batch, false, func(r *sortRow) error {
+				s.rowBuf = appendRow(s.rowBuf[:0], r.row, s.kinds)
+				_, err := w.Write(s.rowBuf)
+				return err
+			})
+		})
+		if err != nil {
 			return err
 		}
 		for _, name := range batch {
 			_ = os.Remove(name)
 		}
 	}
-	runs, mem := s.runs, s.rows
+	runs := s.runs
 	s.runs = nil
-	err := s.merge(runs, mem, emit)
-	clear(s.rows)
-	s.rows, s.bytes = s.rows[:0], 0
+	err := s.merge(runs, true, emit)
+	s.reset()
 	return err
 }
 
@@ -214,13 +317,21 @@ func (s *sorter) close() {
 		_ = os.RemoveAll(s.dir)
 		s.dir = ""
 	}
-	s.rows = nil
+	for _, b := range s.blocks {
+		if cap(b) == recordBlockSize {
+			b = b[:0]
+			recordBlocks.Put(&b)
+		}
+	}
+	s.entries, s.blocks, s.used = nil, nil, 0
 }
 
 // cursor is the next row of one sorted source of a merge.
 type cursor struct {
 	row sortRow
-	mem []sortRow // an in-memory source: the rows after row
+	key []byte // the row's key, for a run's rows
+	// mem are the buffered rows after row, for the in-memory source.
+	mem []sortEntry
 	r   *bufio.Reader
 	f   *os.File
 	// vals and bytes are blocks that the rows read are carved from.
@@ -243,8 +354,9 @@ func (h *mergeHeap) Pop() any {
 	return c
 }
 
-// merge emits the rows of the runs named and of mem, sorted, in order.
-func (s *sorter) merge(runs []string, mem []sortRow, emit func(*sortRow) error) (err error) {
+// merge emits the rows of the runs named, and with mem those buffered,
+// sorted, in order.
+func (s *sorter) merge(runs []string, mem bool, emit func(*sortRow) error) (err error) {
 	h := &mergeHeap{}
 	var files []*os.File
 	defer func() {
@@ -265,8 +377,12 @@ func (s *sorter) merge(runs []string, mem []sortRow, emit func(*sortRow) error) 
 			h.cs = append(h.cs, c)
 		}
 	}
-	if len(mem) > 0 {
-		h.cs = append(h.cs, &cursor{row: mem[0], mem: mem[1:]})
+	if mem && len(s.entries) > 0 {
+		c := &cursor{mem: s.entries}
+		if _, err := s.advance(c); err != nil {
+			return err
+		}
+		h.cs = append(h.cs, c)
 	}
 	heap.Init(h)
 	for n := 1; h.Len() > 0; n++ {
@@ -294,13 +410,19 @@ func (s *sorter) merge(runs []string, mem []sortRow, emit func(*sortRow) error) 
 
 // advance moves c to its source's next row; false at its end.
 func (s *sorter) advance(c *cursor) (bool, error) {
-	if c.r == nil {
+	if c.f == nil {
 		if len(c.mem) == 0 {
 			c.row = sortRow{}
 			return false, nil
 		}
-		c.row, c.mem[0] = c.mem[0], sortRow{}
+		e := c.mem[0]
 		c.mem = c.mem[1:]
+		key, enc := s.record(e)
+		row, err := c.decodeRow(enc, s.kinds)
+		if err != nil {
+			return false, fmt.Errorf("sort: read a buffered row: %w", err)
+		}
+		c.row = sortRow{row: row, key: key, pre: e.k0}
 		return true, nil
 	}
 	row, err := c.readRow(s.kinds)
@@ -310,7 +432,8 @@ func (s *sorter) advance(c *cursor) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("sort: read run %s: %w", filepath.Base(c.f.Name()), err)
 	}
-	c.row = s.sortRowOf(row)
+	c.key = s.keyOf(c.key[:0], row)
+	c.row = sortRow{row: row, key: c.key, pre: keyPrefix(c.key)}
 	return true, nil
 }
 
@@ -432,6 +555,80 @@ func (c *cursor) readRow(kinds []parquet.Kind) (parquet.Row, error) {
 			}
 		}
 		row[j] = v.Level(0, def, j)
+	}
+	return row, nil
+}
+
+// errShortRow is a buffered row's encoding that ends inside a value.
+var errShortRow = errors.New("a buffered row ends inside a value")
+
+// decodeRow decodes one row that appendRow wrote, the whole of enc, a
+// buffered row's encoding: its byte arrays point into enc, which the
+// sorter keeps until the merge ends.
+func (c *cursor) decodeRow(enc []byte, kinds []parquet.Kind) (parquet.Row, error) {
+	if len(c.vals) < len(kinds) {
+		c.vals = make([]parquet.Value, 256*len(kinds))
+	}
+	row := parquet.Row(c.vals[:len(kinds):len(kinds)])
+	c.vals = c.vals[len(kinds):]
+	b := enc
+	for j, k := range kinds {
+		if len(b) == 0 {
+			return nil, errShortRow
+		}
+		flag := b[0]
+		b = b[1:]
+		def := int(flag >> 1)
+		if flag&1 != 0 {
+			row[j] = parquet.NullValue().Level(0, def, j)
+			continue
+		}
+		var v parquet.Value
+		switch k {
+		case parquet.Boolean:
+			if len(b) < 1 {
+				return nil, errShortRow
+			}
+			v, b = parquet.BooleanValue(b[0] != 0), b[1:]
+		case parquet.Int32, parquet.Float:
+			if len(b) < 4 {
+				return nil, errShortRow
+			}
+			x := binary.LittleEndian.Uint32(b)
+			if v = parquet.Int32Value(int32(x)); k == parquet.Float {
+				v = parquet.FloatValue(math.Float32frombits(x))
+			}
+			b = b[4:]
+		case parquet.Int64, parquet.Double:
+			if len(b) < 8 {
+				return nil, errShortRow
+			}
+			x := binary.LittleEndian.Uint64(b)
+			if v = parquet.Int64Value(int64(x)); k == parquet.Double {
+				v = parquet.DoubleValue(math.Float64frombits(x))
+			}
+			b = b[8:]
+		case parquet.Int96:
+			if len(b) < 12 {
+				return nil, errShortRow
+			}
+			v = parquet.Int96Value(deprecated.Int96{binary.LittleEndian.Uint32(b[0:]), binary.LittleEndian.Uint32(b[4:]), binary.LittleEndian.Uint32(b[8:])})
+			b = b[12:]
+		default:
+			n, w := binary.Uvarint(b)
+			if w <= 0 || uint64(len(b)-w) < n {
+				return nil, errShortRow
+			}
+			a := b[w : w+int(n) : w+int(n)]
+			if v = parquet.ByteArrayValue(a); k == parquet.FixedLenByteArray {
+				v = parquet.FixedLenByteArrayValue(a)
+			}
+			b = b[w+int(n):]
+		}
+		row[j] = v.Level(0, def, j)
+	}
+	if len(b) != 0 {
+		return nil, fmt.Errorf("a row of %d bytes holds %d more after its values", len(enc), len(b))
 	}
 	return row, nil
 }
