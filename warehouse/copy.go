@@ -26,7 +26,9 @@ import (
 // CopyFrom would box every value in an interface, look up an encode plan
 // per value and, for numeric, build a big.Int per decimal, which took
 // more of a publish's CPU than reading the Parquet files did. Types
-// without a case here are encoded by pgx's type map, as before.
+// without a case here are encoded by pgx's type map, as before. A flat
+// table skips Go values altogether (copybatch.go); this file's encoders
+// serve tables with a nested column and partition values.
 
 // copyChunk is the size at which encoded rows are handed to the
 // connection; with chunksInFlight, what a loader holds beyond its
@@ -118,7 +120,7 @@ func newCopyStream(ctx context.Context, t catalog.Readable, schema catalog.Schem
 	ch := make(chan []byte, chunksInFlight)
 	free := make(chan []byte, chunksInFlight+2)
 	errc := make(chan error, 1)
-	e := &encoder{ctx: ctx, schema: schema, enc: pgEncoders(schema), ch: ch, free: free, prog: prog}
+	e := &encoder{ctx: ctx, schema: schema, enc: pgEncoders(schema), venc: valueEncoders(schema), ch: ch, free: free, prog: prog}
 	go func() {
 		defer close(ch)
 		errc <- e.run(t, q)
@@ -162,6 +164,7 @@ type encoder struct {
 	ctx    context.Context
 	schema catalog.Schema
 	enc    []fieldEncoder
+	venc   []valueEncoder // nil: the table is read row by row
 	ch     chan<- []byte
 	free   chan []byte
 	prog   *progress
@@ -187,7 +190,6 @@ func (e *encoder) send() error {
 
 func (e *encoder) run(t catalog.Readable, q *fileQueue) error {
 	e.buf = append(make([]byte, 0, copyChunk+copyChunk/8), copyHeader...)
-	ncols := uint16(len(e.schema.Columns))
 	for {
 		if err := e.ctx.Err(); err != nil {
 			return err
@@ -200,33 +202,40 @@ func (e *encoder) run(t catalog.Readable, q *fileQueue) error {
 		if err != nil {
 			return fmt.Errorf("open %s: %w", t.FileURL(f), err)
 		}
-		err = catalog.ScanDataFile(e.ctx, st, key, f, e.schema, func(row []any) error {
-			e.buf = binary.BigEndian.AppendUint16(e.buf, ncols)
-			for i, v := range row {
-				if v == nil {
-					if !e.schema.Columns[i].Nullable {
-						return fmt.Errorf("column %q: NULL in a column that is not nullable", e.schema.Columns[i].Name)
-					}
-					e.buf = binary.BigEndian.AppendUint32(e.buf, math.MaxUint32) // -1: NULL
-					continue
-				}
-				var err error
-				if e.buf, err = e.enc[i](e.buf, v); err != nil {
-					return fmt.Errorf("column %q: %w", e.schema.Columns[i].Name, err)
-				}
-			}
-			e.rows++
-			if len(e.buf) >= copyChunk {
-				return e.send()
-			}
-			return nil
-		})
+		if e.venc != nil {
+			err = e.copyFileBatches(st, key, f)
+		} else {
+			err = catalog.ScanDataFile(e.ctx, st, key, f, e.schema, e.row)
+		}
 		if err != nil {
 			return fmt.Errorf("read %s: %w", t.FileURL(f), err)
 		}
 	}
 	e.buf = binary.BigEndian.AppendUint16(e.buf, math.MaxUint16) // -1: the end
 	return e.send()
+}
+
+// row encodes one row of Go values.
+func (e *encoder) row(row []any) error {
+	e.buf = binary.BigEndian.AppendUint16(e.buf, uint16(len(e.schema.Columns)))
+	for i, v := range row {
+		if v == nil {
+			if !e.schema.Columns[i].Nullable {
+				return fmt.Errorf("column %q: NULL in a column that is not nullable", e.schema.Columns[i].Name)
+			}
+			e.buf = binary.BigEndian.AppendUint32(e.buf, math.MaxUint32) // -1: NULL
+			continue
+		}
+		var err error
+		if e.buf, err = e.enc[i](e.buf, v); err != nil {
+			return fmt.Errorf("column %q: %w", e.schema.Columns[i].Name, err)
+		}
+	}
+	e.rows++
+	if len(e.buf) >= copyChunk {
+		return e.send()
+	}
+	return nil
 }
 
 // fieldEncoder appends a value's length and binary form to buf.

@@ -4,7 +4,9 @@
 // NAME_old, so readers of NAME see the complete old rows or the complete
 // new ones, never a half-loaded table.
 //
-// PostgreSQL is built (pgx, binary COPY data encoded by copy.go). NAME_new
+// PostgreSQL is built (pgx, binary COPY data encoded by copy.go; a flat
+// table's files read column by column and encoded from their Parquet
+// values by copybatch.go). NAME_new
 // is loaded over Options.Connections connections at once, each copying
 // the files it takes from a shared queue in a transaction of its own;
 // none commits before all have copied and the rows add up to the

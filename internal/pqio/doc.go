@@ -11,7 +11,9 @@
 // and truncating
 // statistics as they are written (stats.go); compatibility and widening
 // (compat.go, convert.go: one converter, one decimal path); reading rows
-// and single columns (read.go, column.go); writing (write.go, group.go);
+// and single columns (read.go, column.go); reading flat files column
+// by column into batches of Parquet values (scan.go:
+// ScanParquetBatches); writing (write.go, group.go);
 // the codecs (codec.go, zstddecode.go, the C zstd with cgo and the pure-Go
 // one without: zstd_*.go); page reuse and priming (zstddecode.go:
 // PrimeZstdPage); the pieces that reach inside parquet-go, each with a
