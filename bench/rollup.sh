@@ -33,6 +33,11 @@
 # not day(ts), so an incremental run finds the days changed from the
 # added files' statistics of ts.
 #
+# SLUICE_CPUPROFILE=PREFIX writes CPU profiles of the last round's sluice
+# runs to PREFIX.full (the full rollup), PREFIX.full30, PREFIX.day31,
+# PREFIX.late15 and PREFIX.day91 (the incremental part's timed steps):
+# go tool pprof -top bench/.data/sluice PREFIX.full.
+#
 # Times are the "seconds" of each program's JSON summary (DuckDB's: the
 # COPY statement alone, node's start excluded). CGO=0 builds sluice
 # without cgo.
@@ -70,6 +75,12 @@ rollup() {
   /usr/bin/time -v -o "$DATA/r.time" "$SLUICE" rollup "$out" --source "$dir/events" --snapshot "$dir/snapshot.parquet" \
     --key list_id --time ts --measure "$MEASURE" --json "$@" > "$DATA/r.json"
 }
+# prof NAME [ROUND]: the flag --cpuprofile=PREFIX.NAME for a sluice run of
+# round ROUND (default: the last), when SLUICE_CPUPROFILE asks for profiles
+# and ROUND is the last; else nothing.
+prof() {
+  [ -n "${SLUICE_CPUPROFILE:-}" ] && [ "${2:-$RUNS}" = "$RUNS" ] && echo "--cpuprofile=$SLUICE_CPUPROFILE.$1" || true
+}
 # checksum TABLE: duckrows' checksum of a sluice table's rows.
 checksum() { "$SLUICE" files "$1" | node tools/duckrows.mjs --columns list_id,date,subscribers --list - | json checksum; }
 
@@ -91,7 +102,7 @@ for round in $(seq "$RUNS"); do
   duck_rss=$(maxrss "$(rss "$DATA/duck.time")" "$duck_rss")
 
   rm -rf "$DATA/rollup-sluice"
-  rollup "$DATA/rollup-sluice" "$FULL_IN" --full
+  rollup "$DATA/rollup-sluice" "$FULL_IN" --full $(prof full "$round")
   s=$(json seconds < "$DATA/r.json"); sluice_all="$sluice_all $(printf '%.2f' "$s")"
   if better "$s" "$sluice_s"; then sluice_s=$s; sluice_cpu=$(cpu "$DATA/r.time"); fi
   sluice_rss=$(maxrss "$(rss "$DATA/r.time")" "$sluice_rss")
@@ -127,16 +138,17 @@ rm -rf "$WORK" "$DATA/rollup-inc-out" "$DATA/rollup-inc-out.before" "$DATA/rollu
 cp -r "$BASE" "$WORK"
 events_table "$WORK"
 OUT=$DATA/rollup-inc-out
-# step NAME: rolls up OUT RUNS times from the same state (a copy of OUT
+# step NAME PROF: rolls up OUT RUNS times from the same state (a copy of OUT
 # restored before each round, not timed) and prints the fastest round's
-# line of the report, with the peak RSS over all rounds; sets $best.
+# line of the report, with the peak RSS over all rounds; sets $best. The
+# last round's profile, if asked for, is PREFIX.PROF.
 step() {
-  local name=$1 rss_max= s all=
+  local name=$1 pname=$2 rss_max= s all=
   best=
   rm -rf "$OUT.before"; [ -d "$OUT" ] && cp -r "$OUT" "$OUT.before"
   for round in $(seq "$RUNS"); do
     rm -rf "$OUT"; [ -d "$OUT.before" ] && cp -r "$OUT.before" "$OUT"
-    rollup "$OUT" "$WORK"
+    rollup "$OUT" "$WORK" $(prof "$pname" "$round")
     s=$(json seconds < "$DATA/r.json"); all="$all $(printf '%.3f' "$s")"
     if better "$s" "$best"; then best=$s; cp "$DATA/r.json" "$DATA/r.best.json"; fi
     rss_max=$(maxrss "$(rss "$DATA/r.time")" "$rss_max")
@@ -150,17 +162,17 @@ add_days() { # FROM TO TAG [PER_DAY FILES]
 }
 printf '\nincremental: %s events a day, %s files a day, %s lists\n' "$PER_DAY" "$INC_FILES" "$LISTS"
 printf '%-26s %9s %12s %10s %12s %9s %s\n' run seconds peak_rss_kb events_read cells_restated partitions every_round_s
-step "full, 30 days"; full30=$best
+step "full, 30 days" full30; full30=$best
 add_days 31 31 0
-step "day 31"; d31=$best
+step "day 31" day31; d31=$best
 add_days 15 15 1 $(( PER_DAY / INC_FILES )) 1
-step "late events of day 15"
+step "late events of day 15" late15
 rollup "$DATA/rollup-inc-full" "$WORK" --full
 [ "$(checksum "$OUT")" = "$(checksum "$DATA/rollup-inc-full")" ] || { echo "incremental rollup differs from --full" >&2; exit 1; }
 echo "(after day 31 and the late day 15 the table equals a --full run's)"
 add_days 32 90 0
 rollup "$OUT" "$WORK" # days 32..90, not timed
 add_days 91 91 0
-step "day 91, 90 days of history"; d91=$best
+step "day 91, 90 days of history" day91; d91=$best
 printf 'day 31 / full 30 days: %.3f (target < 0.10); day 91 / day 31: %.2f (target <= 1.30)\n' \
   "$(echo "$d31 / $full30" | bc -l)" "$(echo "$d91 / $d31" | bc -l)"

@@ -75,11 +75,12 @@ func readBaseShard(ctx context.Context, what string, files []dataFile, keyCols [
 			if isCSV(f.key) {
 				return scanCSV(ctx, f.st, f.key, f.size, want, check, fn)
 			}
-			return scanData(ctx, f, want, check, fn)
+			return scanData(ctx, f, want, nil, check, fn)
 		}
 		err := read(ctx, f, want, check, func(cols []*colData, n int) error {
 			keys, date := cols[:len(keyCols)], cols[dateAt]
 			h := fnv.New64a()
+			var row []byte // a row's bytes hashed: its key's encoding, then its values
 			for i := 0; i < n; i++ {
 				if !date.valid[i] {
 					return fmt.Errorf("%s: a row has no date", what)
@@ -102,8 +103,7 @@ func readBaseShard(ctx context.Context, what string, files []dataFile, keyCols [
 				} else {
 					b.ki.encode(keys, i) // for the checksum only
 				}
-				h.Reset()
-				h.Write(b.ki.buf)
+				row = append(row[:0], b.ki.buf...)
 				for j, m := range mIdx {
 					c := cols[len(keyCols)+j]
 					if ms[m].float {
@@ -118,7 +118,7 @@ func readBaseShard(ctx context.Context, what string, files []dataFile, keyCols [
 						if keep {
 							b.fvals[m] = append(b.fvals[m], v)
 						}
-						h.Write(binary.LittleEndian.AppendUint64(nil, math.Float64bits(v)))
+						row = binary.LittleEndian.AppendUint64(row, math.Float64bits(v))
 						continue
 					}
 					v, hi := int64(0), int64(0)
@@ -128,14 +128,16 @@ func readBaseShard(ctx context.Context, what string, files []dataFile, keyCols [
 					if keep {
 						b.vals[m] = append(b.vals[m], v)
 					}
-					h.Write(binary.LittleEndian.AppendUint64(nil, uint64(v)))
+					row = binary.LittleEndian.AppendUint64(row, uint64(v))
 					if ms[m].dec {
 						if keep {
 							b.his[m] = append(b.his[m], hi)
 						}
-						h.Write(binary.LittleEndian.AppendUint64(nil, uint64(hi)))
+						row = binary.LittleEndian.AppendUint64(row, uint64(hi))
 					}
 				}
+				h.Reset()
+				h.Write(row) // one write of what were several: the same hash
 				b.sum += h.Sum64()
 				b.rows++
 			}

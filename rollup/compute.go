@@ -6,9 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/cloud"
@@ -246,22 +250,9 @@ func (r *run) commit(ctx context.Context, g *grid, ki *keyIndex) error {
 		}
 	}
 	wm := &catalog.Manifest{Schema: sch, Spec: spec}
-	running := g.startTotals()
-	var add []catalog.DataFile
-	for d := g.first; d <= r.through; d++ {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		rows := g.rows(ki, d, running)
-		files, err := r.out.WriteFiles(ctx, wm, rows)
-		if err != nil {
-			return fmt.Errorf("output %s: %w", cloud.Redact(r.out.Location()), err)
-		}
-		add = append(add, files...)
-		r.res.CellsWritten += int64(len(rows))
-		if len(rows) > 0 {
-			r.res.PartitionsWritten++
-		}
+	add, err := r.writeDays(ctx, wm, g, ki)
+	if err != nil {
+		return err
 	}
 	r.res.Keys = ki.len()
 	r.res.PartitionsReplaced = len(replaced)
@@ -288,6 +279,55 @@ func (r *run) commit(ctx context.Context, g *grid, ki *keyIndex) error {
 	}
 	r.res.Version = m.Version
 	return nil
+}
+
+// writeWorkers is how many days writeDays makes and writes at once: twice
+// the CPUs, as a day's write is CPU (rows, encoding, compression) and then
+// a wait for the store (a local disk's fsync), which another day's CPU
+// fills. Each holds one day's rows, the output's size over its days.
+func writeWorkers() int { return 2 * runtime.GOMAXPROCS(0) }
+
+// writeDays writes the grid's days through r.through into the output, one
+// file per day with rows, and returns the files. Up to writeWorkers days
+// are made into rows, encoded and written at once, each from a copy of
+// the running totals through the day before it (advanced here in day
+// order): the days are independent then, and making and encoding them is
+// most of a commit's CPU.
+func (r *run) writeDays(ctx context.Context, wm *catalog.Manifest, g *grid, ki *keyIndex) ([]catalog.DataFile, error) {
+	running := g.startTotals()
+	eg, ectx := errgroup.WithContext(ctx)
+	eg.SetLimit(writeWorkers())
+	var mu sync.Mutex
+	var add []catalog.DataFile
+	for d := g.first; d <= r.through; d++ {
+		if ectx.Err() != nil {
+			break
+		}
+		before := running.clone()
+		g.advance(d, running)
+		eg.Go(func() error {
+			rows := g.rows(ki, d, before)
+			files, err := r.out.WriteFiles(ectx, wm, rows)
+			if err != nil {
+				return fmt.Errorf("output %s: %w", cloud.Redact(r.out.Location()), err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			add = append(add, files...)
+			r.res.CellsWritten += int64(len(rows))
+			if len(rows) > 0 {
+				r.res.PartitionsWritten++
+			}
+			return nil
+		})
+	}
+	if err := eg.Wait(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return add, nil
 }
 
 // statDays are the first and last days of a file's events by its time

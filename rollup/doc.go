@@ -32,10 +32,12 @@
 //     the snapshot: they are not added again, and Result counts them.
 //
 // Aggregation runs column by column: each row group's needed columns (and
-// only those) are decoded into typed slices, the rows' (key, day) cells
-// are computed once, and each measure is one loop over its column. Memory
-// is bounded by the dense grid of (key, day) cells being computed, which is
-// the output's size, not by the number of events.
+// only those) are decoded into typed slices, reused from row group to row
+// group, the rows' (key, day) cells are computed once, and each measure is
+// one loop over its column. Memory is bounded by the dense grid of (key,
+// day) cells being computed, laid out day by day, which is the output's
+// size (with room for a quarter more keys), not by the number of events.
+// The days are then made into rows and written several at once.
 //
 // A run is incremental. The output's manifest carries a checkpoint (key
 // "rollup") with the source version it reflects, the snapshot's identity

@@ -24,6 +24,8 @@ type keyIndex struct {
 	dense []int32
 	vals  [][]any
 	buf   []byte
+	// slab is room for the next keys' vals, made for many at once.
+	slab []any
 }
 
 func newKeyIndex() *keyIndex { return &keyIndex{ids: map[string]int32{}, ints: map[int64]int32{}} }
@@ -86,7 +88,11 @@ func (ki *keyIndex) add(cols []*colData, i int) int32 {
 	} else {
 		ki.ids[string(b)] = id
 	}
-	vals := make([]any, len(cols))
+	if len(ki.slab) < len(cols) {
+		ki.slab = make([]any, 1024*len(cols))
+	}
+	vals := ki.slab[:len(cols):len(cols)]
+	ki.slab = ki.slab[len(cols):]
 	for j, c := range cols {
 		vals[j] = goValue(c, i)
 	}

@@ -79,7 +79,7 @@ func (g *grid) checkRange(ki *keyIndex) error {
 	running := g.startTotals()
 	for k := 0; k < g.keys(); k++ {
 		for off := int64(0); off < g.days; off++ {
-			c := int64(k)*g.days + off
+			c := g.cell(k, off)
 			for m, ms := range g.measures {
 				if err := g.checkCell(m, k, c, running); err != nil {
 					return fmt.Errorf("measure %s, key %s, %s: %w", ms, keyValues(ki.vals[k]), dayString(g.first+off), err)

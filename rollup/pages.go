@@ -1,6 +1,7 @@
 package rollup
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -30,7 +31,6 @@ func typedChunk(pc pqio.ParquetColumn) bool {
 func readTypedChunk(c parquet.ColumnChunk, pc pqio.ParquetColumn, maxDef byte, d *colData) error {
 	pages := c.Pages()
 	defer pages.Close()
-	var vals []int64
 	for {
 		p, err := pages.ReadPage()
 		if errors.Is(err, io.EOF) {
@@ -40,43 +40,55 @@ func readTypedChunk(c parquet.ColumnChunk, pc pqio.ParquetColumn, maxDef byte, d
 			return err
 		}
 		if pc.Kind == parquet.Double {
-			err := pageFloats(p, maxDef, d)
-			parquet.Release(p)
-			if err != nil {
-				return err
-			}
-			continue
-		}
-		vals, err = pageInt64s(p, pc, vals[:0])
-		if err != nil {
-			parquet.Release(p)
-			return err
-		}
-		defs := p.DefinitionLevels()
-		if defs == nil {
-			d.ints = append(d.ints, vals...)
-			for range vals {
-				d.valid = append(d.valid, true)
-			}
+			err = pageFloats(p, maxDef, d)
 		} else {
-			j := 0
-			for _, def := range defs {
-				if def == maxDef && j < len(vals) {
-					d.ints = append(d.ints, vals[j])
-					d.valid = append(d.valid, true)
-					j++
-				} else {
-					d.ints = append(d.ints, 0)
-					d.valid = append(d.valid, false)
-				}
-			}
-			if j != len(vals) {
-				parquet.Release(p)
-				return fmt.Errorf("a page has %d values for %d definition levels of non-NULL values", len(vals), j)
-			}
+			err = pageInts(p, pc, maxDef, d)
 		}
 		parquet.Release(p)
+		if err != nil {
+			return err
+		}
 	}
+}
+
+// pageInts appends an INT32 or INT64 page's values to d, decoded straight
+// into d.ints; with NULLs, they are then spread in place to the places
+// the definition levels give them.
+func pageInts(p parquet.Page, pc pqio.ParquetColumn, maxDef byte, d *colData) error {
+	start := len(d.ints)
+	var err error
+	if d.ints, err = pageInt64s(p, pc, d.ints); err != nil {
+		return err
+	}
+	n := len(d.ints) - start
+	defs := p.DefinitionLevels()
+	if defs == nil {
+		d.valid = grow(d.valid, n, true)
+		return nil
+	}
+	nonNull := bytes.Count(defs, []byte{maxDef}) // vectorised, unlike a loop
+	if nonNull == len(defs) && nonNull == n {
+		d.valid = grow(d.valid, n, true)
+		return nil
+	}
+	if nonNull != n {
+		return fmt.Errorf("a page has %d values for %d definition levels of non-NULL values", n, nonNull)
+	}
+	d.ints = grow(d.ints, len(defs)-n, 0)
+	vs, vstart := d.ints[start:], len(d.valid)
+	d.valid = grow(d.valid, len(defs), false)
+	valid := d.valid[vstart:]
+	// From the end, so that no value is overwritten before it moves.
+	j := n - 1
+	for i := len(defs) - 1; i >= 0; i-- {
+		if defs[i] == maxDef {
+			vs[i], valid[i] = vs[j], true
+			j--
+		} else {
+			vs[i] = 0
+		}
+	}
+	return nil
 }
 
 // pageInt64s appends a page's non-NULL values to out as int64, converted

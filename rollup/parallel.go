@@ -28,14 +28,46 @@ type fileScan struct {
 // aggregating into the grid is one goroutine's.
 func readWorkers(files int) int { return max(1, min(runtime.GOMAXPROCS(0), files)) }
 
+// colSets recycles the decoded columns of consumed row groups, so that
+// reading a file does not allocate its columns' slices row group by row
+// group: a reading goroutine takes a set to decode the next row group into
+// once it hands the last one over, and the consumer gives each set back
+// when it is done with it.
+type colSets struct{ free chan []*colData }
+
+func newColSets(n int) *colSets { return &colSets{free: make(chan []*colData, n)} }
+
+// get returns a recycled set of width columns, or a new one.
+func (p *colSets) get(width int) []*colData {
+	select {
+	case s := <-p.free:
+		return s
+	default:
+	}
+	s := make([]*colData, width)
+	for i := range s {
+		s[i] = &colData{}
+	}
+	return s
+}
+
+// put gives a consumed set back, or drops it when enough are kept.
+func (p *colSets) put(s []*colData) {
+	select {
+	case p.free <- s:
+	default:
+	}
+}
+
 // scanFilesInOrder reads files[i] with up to workers goroutines and calls
 // consume with each row group's columns (cols[i] is want[i]), in the
 // files' order and their row groups' order as one goroutine reading them
 // one after the other would, from the calling goroutine. prep, when not
-// nil, runs first on each row group in the reading goroutine. At most
-// workers files are open, each with at most one row group waiting besides
-// the one being decoded; everything started is stopped and waited for
-// before it returns.
+// nil, runs first on each row group in the reading goroutine. consume
+// must not keep cols after it returns: their slices are decoded into
+// again. At most workers files are open, each with at most one row group
+// waiting besides the one being decoded; everything started is stopped
+// and waited for before it returns.
 func scanFilesInOrder(ctx context.Context, files []dataFile, want []catalog.Column, workers int,
 	prep func(cols []*colData, n int), consume func(file int, cols []*colData, n int) error) error {
 	ctx, cancel := context.WithCancel(ctx)
@@ -43,6 +75,7 @@ func scanFilesInOrder(ctx context.Context, files []dataFile, want []catalog.Colu
 	var g errgroup.Group
 	order := make(chan *fileScan, workers)
 	sem := make(chan struct{}, workers)
+	sets := newColSets(3*workers + 1)
 	g.Go(func() error {
 		defer close(order)
 		for _, f := range files {
@@ -55,13 +88,18 @@ func scanFilesInOrder(ctx context.Context, files []dataFile, want []catalog.Colu
 			g.Go(func() error {
 				defer func() { <-sem }()
 				defer close(fs.ch)
-				fs.err = scanData(ctx, f, want, nil, func(cols []*colData, n int) error {
+				cols := sets.get(len(want))
+				defer func() { sets.put(cols) }()
+				fs.err = scanData(ctx, f, want, cols, nil, func(cols []*colData, n int) error {
 					if prep != nil {
 						prep(cols, n)
 					}
-					rg := rowGroup{cols: append([]*colData(nil), cols...), n: n}
+					rg := rowGroup{cols: sets.get(len(cols)), n: n}
 					for i := range cols {
-						cols[i] = &colData{} // rg owns the decoded ones now
+						// rg owns the decoded columns now; the
+						// file decodes its next row group into
+						// a recycled set.
+						rg.cols[i], cols[i] = cols[i], rg.cols[i]
 					}
 					select {
 					case fs.ch <- rg:
@@ -87,6 +125,7 @@ func scanFilesInOrder(ctx context.Context, files []dataFile, want []catalog.Colu
 				if err := consume(i, rg.cols, rg.n); err != nil {
 					return err
 				}
+				sets.put(rg.cols)
 			}
 			if fs.err != nil {
 				return fs.err

@@ -13,9 +13,9 @@ import (
 // columns. A column the file has is read from it; a wanted column that
 // is neither in the file nor a partition column reads as NULL, as in
 // scanFile.
-func scanData(ctx context.Context, f dataFile, want []catalog.Column, check func(catalog.Schema) error, fn func(cols []*colData, rows int) error) error {
+func scanData(ctx context.Context, f dataFile, want []catalog.Column, cols []*colData, check func(catalog.Schema) error, fn func(cols []*colData, rows int) error) error {
 	if len(f.pv) == 0 {
-		return scanFile(ctx, f.st, f.key, f.size, want, check, fn)
+		return scanFile(ctx, f.st, f.key, f.size, want, cols, check, fn)
 	}
 	// fill[i] is want[i]'s value on one row when it comes from the
 	// partition values, else nil; set once the file's schema is known.
@@ -40,7 +40,7 @@ func scanData(ctx context.Context, f dataFile, want []catalog.Column, check func
 		}
 		return nil
 	}
-	return scanFile(ctx, f.st, f.key, f.size, want, withFill, func(cols []*colData, n int) error {
+	return scanFile(ctx, f.st, f.key, f.size, want, cols, withFill, func(cols []*colData, n int) error {
 		for i, c := range fill {
 			if c != nil {
 				cols[i].repeat(c, n)

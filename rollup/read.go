@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/parquet-go/parquet-go"
@@ -52,6 +53,16 @@ func (d *colData) reserve(n int) {
 	if cap(d.valid) < n {
 		d.valid = make([]bool, 0, n)
 	}
+}
+
+// grow appends n copies of v to s.
+func grow[T any](s []T, n int, v T) []T {
+	start := len(s)
+	s = slices.Grow(s, n)[:start+n]
+	for i := range s[start:] {
+		s[start+i] = v
+	}
+	return s
 }
 
 // hi is the high word of value i as a 128-bit integer.
@@ -177,7 +188,9 @@ func boolInt(b bool) int {
 // added to a table later does. The context is checked per row group.
 //
 // check, when not nil, is given the file's schema before any data is read.
-func scanFile(ctx context.Context, st cloud.Store, key string, size int64, want []catalog.Column, check func(catalog.Schema) error, fn func(cols []*colData, rows int) error) error {
+// cols, when not nil, are the len(want) columns to decode into (their
+// slices reused), else new ones are made.
+func scanFile(ctx context.Context, st cloud.Store, key string, size int64, want []catalog.Column, cols []*colData, check func(catalog.Schema) error, fn func(cols []*colData, rows int) error) error {
 	f, err := pqio.OpenParquetFile(key, pqio.NewReaderAt(ctx, st, key, size), size)
 	if err != nil {
 		return err
@@ -206,9 +219,11 @@ func scanFile(ctx context.Context, st cloud.Store, key string, size int64, want 
 			return fmt.Errorf("%s: %w: column %q: the file has %s, the table %s: rollup does not rescale decimals", key, pqio.ErrIncompatibleSchema, w.Name, pcs[j].Type, w.Type)
 		}
 	}
-	cols := make([]*colData, len(want))
-	for i := range cols {
-		cols[i] = &colData{}
+	if cols == nil {
+		cols = make([]*colData, len(want))
+		for i := range cols {
+			cols[i] = &colData{}
+		}
 	}
 	maxDefs := make([]byte, len(pcs))
 	leafDefs(f.Root(), func(leaf, def int) {
@@ -218,7 +233,7 @@ func scanFile(ctx context.Context, st cloud.Store, key string, size int64, want 
 			}
 		}
 	})
-	buf := make([]parquet.Value, 4096)
+	var buf []parquet.Value // readChunk's, made for the first column it reads
 	var fnErr error
 	err = pqio.NoPanic(func() error {
 		for g, rg := range f.RowGroups() {
@@ -237,7 +252,12 @@ func scanFile(ctx context.Context, st cloud.Store, key string, size int64, want 
 				}
 				pc := pcs[idx[i]]
 				cols[i].reserve(n)
-				read := func() error { return readChunk(rg.ColumnChunks()[pc.Leaf], pc, cols[i], buf) }
+				read := func() error {
+					if buf == nil {
+						buf = make([]parquet.Value, 4096)
+					}
+					return readChunk(rg.ColumnChunks()[pc.Leaf], pc, cols[i], buf)
+				}
 				if typedChunk(pc) {
 					read = func() error { return readTypedChunk(rg.ColumnChunks()[pc.Leaf], pc, maxDefs[idx[i]], cols[i]) }
 				}

@@ -134,16 +134,22 @@ type run struct {
 	// worker computes (see Work).
 	shard *keyShard
 	res   Result
+	// smRefs and smFiles are the source's partitions at sm and the files
+	// of those listed so far: a run asks for them more than once (the
+	// last event day, the days changed, the events to read), and a
+	// source not partitioned by day lists all of them each time.
+	smRefs  []catalog.PartitionRef
+	smFiles map[string][]catalog.DataFile
 }
 
 // partitionFiles lists the live files at version m of the source's
 // partitions that keep accepts, reading only their pieces, and returns the
 // refs of the others: a run reads metadata of the days it computes, not
-// of the whole history.
+// of the whole history, and those of the latest version (sm) once.
 func (r *run) partitionFiles(ctx context.Context, m *catalog.Manifest, keep func(catalog.PartitionRef) bool) ([]catalog.DataFile, []catalog.PartitionRef, error) {
-	refs, err := r.src.Partitions(ctx, m)
+	refs, err := r.partitions(ctx, m)
 	if err != nil {
-		return nil, nil, fmt.Errorf("source %s: version %d: %w", cloud.Redact(r.j.o.Source), m.Version, err)
+		return nil, nil, err
 	}
 	var files []catalog.DataFile
 	var skipped []catalog.PartitionRef
@@ -152,13 +158,46 @@ func (r *run) partitionFiles(ctx context.Context, m *catalog.Manifest, keep func
 			skipped = append(skipped, ref)
 			continue
 		}
-		fs, err := r.src.PartitionFiles(ctx, ref)
+		fs, err := r.refFiles(ctx, m, ref)
 		if err != nil {
-			return nil, nil, fmt.Errorf("source %s: version %d: %w", cloud.Redact(r.j.o.Source), m.Version, err)
+			return nil, nil, err
 		}
 		files = append(files, fs...)
 	}
 	return files, skipped, nil
+}
+
+// partitions are the source's partitions at version m.
+func (r *run) partitions(ctx context.Context, m *catalog.Manifest) ([]catalog.PartitionRef, error) {
+	if m == r.sm && r.smRefs != nil {
+		return r.smRefs, nil
+	}
+	refs, err := r.src.Partitions(ctx, m)
+	if err != nil {
+		return nil, fmt.Errorf("source %s: version %d: %w", cloud.Redact(r.j.o.Source), m.Version, err)
+	}
+	if m == r.sm {
+		r.smRefs = refs
+	}
+	return refs, nil
+}
+
+// refFiles are the live files of partition ref at version m.
+func (r *run) refFiles(ctx context.Context, m *catalog.Manifest, ref catalog.PartitionRef) ([]catalog.DataFile, error) {
+	if fs, ok := r.smFiles[ref.Partition]; ok && m == r.sm {
+		return fs, nil
+	}
+	fs, err := r.src.PartitionFiles(ctx, ref)
+	if err != nil {
+		return nil, fmt.Errorf("source %s: version %d: %w", cloud.Redact(r.j.o.Source), m.Version, err)
+	}
+	if m == r.sm {
+		if r.smFiles == nil {
+			r.smFiles = map[string][]catalog.DataFile{}
+		}
+		r.smFiles[ref.Partition] = fs
+	}
+	return fs, nil
 }
 
 // sourceID names the source in the checkpoint: its store's location,
@@ -358,9 +397,9 @@ func (r *run) decide(ctx context.Context) (int64, string, error) {
 // older than the newest by more than twice that holds no later day.
 func (r *run) lastEventDay(ctx context.Context) (int64, bool, error) {
 	newest, margin := int64(math.MinInt64), r.j.margin()
-	refs, err := r.src.Partitions(ctx, r.sm)
+	refs, err := r.partitions(ctx, r.sm)
 	if err != nil {
-		return 0, false, fmt.Errorf("source %s: %w", cloud.Redact(r.j.o.Source), err)
+		return 0, false, err
 	}
 	for _, ref := range refs {
 		if p, ok := r.refDay(ref); ok && ref.Rows > 0 {
@@ -396,7 +435,7 @@ func (r *run) lastEventDay(ctx context.Context) (int64, bool, error) {
 		if err != nil {
 			return 0, false, err
 		}
-		err = scanData(ctx, dataFile{st, key, f.Bytes, f.PartitionValues}, []catalog.Column{r.j.timeCol}, nil, func(cols []*colData, n int) error {
+		err = scanData(ctx, dataFile{st, key, f.Bytes, f.PartitionValues}, []catalog.Column{r.j.timeCol}, nil, nil, func(cols []*colData, n int) error {
 			for i := 0; i < n; i++ {
 				if cols[0].valid[i] {
 					d := cols[0].ints[i]
