@@ -41,6 +41,9 @@ type sortRow struct {
 	row parquet.Row
 	key []byte
 	pre uint64
+	// enc is the row's encoding (appendRow), which a merge pass writes
+	// as it is.
+	enc []byte
 }
 
 // compareRows orders rows by their keys.
@@ -125,11 +128,19 @@ func newSorter(ctx context.Context, kinds []parquet.Kind, keyOf func(dst []byte,
 
 // record is the key and the row encoding of entry e.
 func (s *sorter) record(e sortEntry) (key, row []byte) {
+	key, row, _ = s.rawRecord(e)
+	return key, row
+}
+
+// rawRecord is record, and the whole record as a run holds it: its
+// key's length, key, row's length and row.
+func (s *sorter) rawRecord(e sortEntry) (key, row, raw []byte) {
 	b := s.blocks[e.blk][e.off:]
 	n, w := binary.Uvarint(b)
-	key, b = b[w:w+int(n)], b[w+int(n):]
-	n, w = binary.Uvarint(b)
-	return key, b[w : w+int(n)]
+	key, rest := b[w:w+int(n)], b[w+int(n):]
+	n2, w2 := binary.Uvarint(rest)
+	end := w + int(n) + w2 + int(n2)
+	return key, b[w+int(n)+w2 : end], b[:end:end]
 }
 
 // compareEntries orders entries by their keys, as bytes.Compare orders
@@ -238,8 +249,8 @@ func (s *sorter) spill() error {
 					return err
 				}
 			}
-			_, row := s.record(e)
-			if _, err := w.Write(row); err != nil {
+			_, _, raw := s.rawRecord(e)
+			if _, err := w.Write(raw); err != nil {
 				return err
 			}
 		}
@@ -292,9 +303,7 @@ func (s *sorter) finish(emit func(*sortRow) error) error {
 		s.runs = slices.Clone(s.runs[sortFanIn:])
 		err := s.writeRun(func(w *bufio.Writer) error {
 			return s.merge(batch, false, func(r *sortRow) error {
-				s.rowBuf = appendRow(s.rowBuf[:0], r.row, s.kinds)
-				_, err := w.Write(s.rowBuf)
-				return err
+				return writeRecord(w, r.key, r.enc)
 			})
 		})
 		if err != nil {
@@ -329,14 +338,37 @@ func (s *sorter) close() {
 // cursor is the next row of one sorted source of a merge.
 type cursor struct {
 	row sortRow
-	key []byte // the row's key, for a run's rows
 	// mem are the buffered rows after row, for the in-memory source.
 	mem []sortEntry
 	r   *bufio.Reader
 	f   *os.File
-	// vals and bytes are blocks that the rows read are carved from.
-	vals  []parquet.Value
+	// ring holds the values of the last sortRowRing rows read, each
+	// row's slots taken again sortRowRing rows later (sortRowLife).
+	ring []parquet.Value
+	next int
+	// bytes is the block that the records read from a run are copied
+	// to; a full one is left to the rows that point into it.
 	bytes []byte
+}
+
+// sortRowRing is the number of rows whose values a cursor keeps. A row's
+// values are overwritten when its cursor reads its sortRowRing-th next
+// row, and a cursor reads a row only once the one before has been
+// emitted: a row emitted stays valid while sortRowLife more rows are
+// emitted, which writeSorted's batches of sortBatch rows need.
+const (
+	sortRowRing = 2 * sortBatch
+	sortRowLife = sortRowRing - 1
+)
+
+// slots is the next row's values, from the ring.
+func (c *cursor) slots(cols int) parquet.Row {
+	if c.ring == nil {
+		c.ring = make([]parquet.Value, sortRowRing*cols)
+	}
+	row := parquet.Row(c.ring[c.next*cols : (c.next+1)*cols : (c.next+1)*cols])
+	c.next = (c.next + 1) % sortRowRing
+	return row
 }
 
 // mergeHeap orders the cursors by their rows.
@@ -418,30 +450,86 @@ func (s *sorter) advance(c *cursor) (bool, error) {
 		e := c.mem[0]
 		c.mem = c.mem[1:]
 		key, enc := s.record(e)
-		row, err := c.decodeRow(enc, s.kinds)
+		row, err := decodeRow(c.slots(len(s.kinds)), enc, s.kinds)
 		if err != nil {
 			return false, fmt.Errorf("sort: read a buffered row: %w", err)
 		}
-		c.row = sortRow{row: row, key: key, pre: e.k0}
+		c.row = sortRow{row: row, key: key, pre: e.k0, enc: enc}
 		return true, nil
 	}
-	row, err := c.readRow(s.kinds)
+	key, enc, err := c.readRecord()
 	if errors.Is(err, io.EOF) {
 		return false, nil
+	}
+	var row parquet.Row
+	if err == nil {
+		row, err = decodeRow(c.slots(len(s.kinds)), enc, s.kinds)
 	}
 	if err != nil {
 		return false, fmt.Errorf("sort: read run %s: %w", filepath.Base(c.f.Name()), err)
 	}
-	c.key = s.keyOf(c.key[:0], row)
-	c.row = sortRow{row: row, key: c.key, pre: keyPrefix(c.key)}
+	c.row = sortRow{row: row, key: key, pre: keyPrefix(key), enc: enc}
 	return true, nil
 }
 
-// A run is rows one after the other, each its values in column order:
-// a byte of the definition level shifted left once, its low bit set for a
-// NULL; then, but for a NULL, the value: little-endian fixed-width
-// numbers, a byte for a boolean, a byte array's length as a uvarint and
-// its bytes.
+// A run is records one after the other, each as the sorter buffers it: a
+// key's length (uvarint), the key, a row encoding's length (uvarint) and
+// the row's encoding (appendRow).
+
+// writeRecord appends the record of a row's key and encoding to w.
+func writeRecord(w *bufio.Writer, key, enc []byte) error {
+	var n [binary.MaxVarintLen64]byte
+	if _, err := w.Write(binary.AppendUvarint(n[:0], uint64(len(key)))); err != nil {
+		return err
+	}
+	if _, err := w.Write(key); err != nil {
+		return err
+	}
+	if _, err := w.Write(binary.AppendUvarint(n[:0], uint64(len(enc)))); err != nil {
+		return err
+	}
+	_, err := w.Write(enc)
+	return err
+}
+
+// readRecord reads the next record of c's run, copied to c's block;
+// io.EOF at the end of the run, before a record.
+func (c *cursor) readRecord() (key, enc []byte, err error) {
+	if key, err = c.readPart(); err != nil {
+		return nil, nil, err
+	}
+	if enc, err = c.readPart(); err != nil {
+		return nil, nil, noEOF(err)
+	}
+	return key, enc, nil
+}
+
+// readPart reads a length (uvarint) and as many bytes, copied to c's
+// block.
+func (c *cursor) readPart() ([]byte, error) {
+	n, err := binary.ReadUvarint(c.r)
+	if err != nil {
+		return nil, err
+	}
+	if n > 1<<31 {
+		return nil, fmt.Errorf("a record part of %d bytes: the run is corrupt", n)
+	}
+	if uint64(cap(c.bytes)-len(c.bytes)) < n {
+		c.bytes = make([]byte, 0, max(n, keyArenaSize))
+	}
+	start := len(c.bytes)
+	c.bytes = c.bytes[:start+int(n)]
+	b := c.bytes[start : start+int(n) : start+int(n)]
+	if _, err := io.ReadFull(c.r, b); err != nil {
+		return nil, noEOF(err)
+	}
+	return b, nil
+}
+
+// A row's encoding is its values in column order: a byte of the
+// definition level shifted left once, its low bit set for a NULL; then,
+// but for a NULL, the value: little-endian fixed-width numbers, a byte
+// for a boolean, a byte array's length as a uvarint and its bytes.
 
 // appendRow appends the encoding of row to buf.
 func appendRow(buf []byte, row parquet.Row, kinds []parquet.Kind) []byte {
@@ -481,96 +569,12 @@ func appendRow(buf []byte, row parquet.Row, kinds []parquet.Kind) []byte {
 	return buf
 }
 
-// readRow reads one row that appendRow wrote; io.EOF at the end of the
-// run, before a row.
-func (c *cursor) readRow(kinds []parquet.Kind) (parquet.Row, error) {
-	r := c.r
-	if len(c.vals) < len(kinds) {
-		c.vals = make([]parquet.Value, 256*len(kinds))
-	}
-	row := parquet.Row(c.vals[:len(kinds):len(kinds)])
-	c.vals = c.vals[len(kinds):]
-	var fixed [12]byte
-	for j, k := range kinds {
-		flag, err := r.ReadByte()
-		if err != nil {
-			if j > 0 && errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
-			return nil, err
-		}
-		def := int(flag >> 1)
-		if flag&1 != 0 {
-			row[j] = parquet.NullValue().Level(0, def, j)
-			continue
-		}
-		var v parquet.Value
-		switch k {
-		case parquet.Boolean:
-			b, err := r.ReadByte()
-			if err != nil {
-				return nil, noEOF(err)
-			}
-			v = parquet.BooleanValue(b != 0)
-		case parquet.Int32, parquet.Float:
-			if _, err := io.ReadFull(r, fixed[:4]); err != nil {
-				return nil, noEOF(err)
-			}
-			x := binary.LittleEndian.Uint32(fixed[:4])
-			if v = parquet.Int32Value(int32(x)); k == parquet.Float {
-				v = parquet.FloatValue(math.Float32frombits(x))
-			}
-		case parquet.Int64, parquet.Double:
-			if _, err := io.ReadFull(r, fixed[:8]); err != nil {
-				return nil, noEOF(err)
-			}
-			x := binary.LittleEndian.Uint64(fixed[:8])
-			if v = parquet.Int64Value(int64(x)); k == parquet.Double {
-				v = parquet.DoubleValue(math.Float64frombits(x))
-			}
-		case parquet.Int96:
-			if _, err := io.ReadFull(r, fixed[:12]); err != nil {
-				return nil, noEOF(err)
-			}
-			v = parquet.Int96Value(deprecated.Int96{binary.LittleEndian.Uint32(fixed[0:]), binary.LittleEndian.Uint32(fixed[4:]), binary.LittleEndian.Uint32(fixed[8:])})
-		default:
-			n, err := binary.ReadUvarint(r)
-			if err != nil {
-				return nil, noEOF(err)
-			}
-			if n > 1<<31 {
-				return nil, fmt.Errorf("a value of %d bytes: the run is corrupt", n)
-			}
-			if uint64(cap(c.bytes)-len(c.bytes)) < n {
-				c.bytes = make([]byte, 0, max(n, keyArenaSize))
-			}
-			start := len(c.bytes)
-			c.bytes = c.bytes[:start+int(n)]
-			b := c.bytes[start : start+int(n) : start+int(n)]
-			if _, err := io.ReadFull(r, b); err != nil {
-				return nil, noEOF(err)
-			}
-			if v = parquet.ByteArrayValue(b); k == parquet.FixedLenByteArray {
-				v = parquet.FixedLenByteArrayValue(b)
-			}
-		}
-		row[j] = v.Level(0, def, j)
-	}
-	return row, nil
-}
-
 // errShortRow is a buffered row's encoding that ends inside a value.
 var errShortRow = errors.New("a buffered row ends inside a value")
 
-// decodeRow decodes one row that appendRow wrote, the whole of enc, a
-// buffered row's encoding: its byte arrays point into enc, which the
-// sorter keeps until the merge ends.
-func (c *cursor) decodeRow(enc []byte, kinds []parquet.Kind) (parquet.Row, error) {
-	if len(c.vals) < len(kinds) {
-		c.vals = make([]parquet.Value, 256*len(kinds))
-	}
-	row := parquet.Row(c.vals[:len(kinds):len(kinds)])
-	c.vals = c.vals[len(kinds):]
+// decodeRow decodes into row one row that appendRow wrote, the whole of
+// enc: its byte arrays point into enc, which must outlive the row.
+func decodeRow(row parquet.Row, enc []byte, kinds []parquet.Kind) (parquet.Row, error) {
 	b := enc
 	for j, k := range kinds {
 		if len(b) == 0 {
