@@ -92,18 +92,6 @@ func (rw *rewriter) openFile() error {
 	return nil
 }
 
-// newPageBuffers returns the pool that holds an output row group's
-// compressed pages until the row group is flushed: parquet-go writes a
-// column chunk's pages together, so a writer keeps the whole row group's
-// until its last row. On the Go heap those pages, doubled by the
-// collector's headroom, made a rewrite's peak memory grow with its
-// partitions' size. In temporary files (in the page cache, deleted once
-// the row group is written, mostly before the kernel writes them out) the
-// peak stays near flat, for a little more CPU.
-func newPageBuffers() parquet.BufferPool {
-	return parquet.NewFileBufferPool(os.TempDir(), "sluice-pages-*")
-}
-
 // abortFile discards the output file being written, if any.
 func (rw *rewriter) abortFile() {
 	if rw.tmp == nil {

@@ -81,7 +81,7 @@ func Rewrite(ctx context.Context, open Opener, out cloud.Store, schema catalog.S
 		nulls:  make([]int64, len(schema.Columns)),
 		codecs: map[string]*reusingCodec{},
 		proof:  newReuseProof(len(schema.Columns)),
-		pages:  newPageBuffers(),
+		pages:  newPageFiles(),
 	}
 	for _, c := range schema.Columns {
 		rw.codecs[c.Name] = &reusingCodec{Codec: o.Codecs.For(c.Name)}
@@ -116,6 +116,7 @@ func Rewrite(ctx context.Context, open Opener, out cloud.Store, schema catalog.S
 	}
 	defer func() {
 		rw.abortFile()
+		rw.pages.close()
 		rw.proof.close()
 		if rw.sorter != nil {
 			rw.sorter.close()
@@ -204,7 +205,7 @@ type rewriter struct {
 	// proof holds what the read-back needs to prove the output file's
 	// reused pages by their bytes (see reuseProof).
 	proof *reuseProof
-	pages parquet.BufferPool // the writer's page buffers (newPageBuffers)
+	pages *pageFiles // the writers' page buffers
 
 	// sorter orders the rows when RewriteOptions.Order is on (sort.go);
 	// nil: rows go out in input order. sortingColumns are what the
