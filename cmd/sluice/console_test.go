@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -80,6 +81,8 @@ type consoleLake struct {
 	// hours are the interval starts the history covers, oldest first:
 	// the five hours before the current one.
 	hours []time.Time
+	// fetches counts the fetch requests the Kafka broker has had.
+	fetches *atomic.Int64
 }
 
 // newConsoleLake writes the pipeline and its history: a backfill of the
@@ -125,7 +128,8 @@ func newConsoleLake(t *testing.T) *consoleLake {
 		ticks = append(ticks, fmt.Sprint(h.Hour()))
 	}
 	schedule := "CRON_TZ=UTC 0 0 " + strings.Join(ticks, ",") + " * * *"
-	brokers := trickleKafka(t, l.hours[0].Add(5*time.Minute))
+	brokers, fetches := trickleKafka(t, l.hours[0].Add(5*time.Minute))
+	l.fetches = fetches
 	// The locations are relative, as a user's pipeline beside its lake
 	// would have them, and every command runs in dir: the pages show
 	// lake/events, not the test's temporary folder.
@@ -170,8 +174,12 @@ func (l *consoleLake) sluice(t *testing.T, args ...string) result {
 }
 
 // cancelledRun runs stream-clicks for the oldest hour until its record
-// says running, then stops it as an operator's Ctrl-C would.
+// says running and it fetches from the broker, then stops it as an
+// operator's Ctrl-C would. A stop before its first fetch could land while
+// the run opens its tables, whose error names the store's absolute
+// folder, which no page of the console may show (screenshot).
 func (l *consoleLake) cancelledRun(t *testing.T) {
+	fetched := l.fetches.Load()
 	cmd := exec.Command(sluiceBin, "run", "--config", "pipeline.yaml", "stream-clicks", "--at", l.hours[1].Format(time.RFC3339))
 	cmd.Dir, cmd.Env = l.dir, os.Environ()
 	if err := cmd.Start(); err != nil {
@@ -179,7 +187,7 @@ func (l *consoleLake) cancelledRun(t *testing.T) {
 	}
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		recs := runsOf(t, mustSluice(t, "runs", "--config", l.config, "--job", "stream-clicks", "--json"))
-		if len(recs) == 1 && recs[0]["status"] == "running" {
+		if len(recs) == 1 && recs[0]["status"] == "running" && l.fetches.Load() > fetched {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -198,8 +206,9 @@ func (l *consoleLake) cancelledRun(t *testing.T) {
 // trickleKafka starts a broker with a topic of 600 click records, all
 // timestamped at ts, whose every fetch is answered after 200 ms with one
 // record: an ingest of the topic keeps reading (and stays running) for
-// two minutes. It returns the broker's address.
-func trickleKafka(t *testing.T, ts time.Time) string {
+// two minutes. It returns the broker's address and a count of the fetch
+// requests it has had.
+func trickleKafka(t *testing.T, ts time.Time) (string, *atomic.Int64) {
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "clicks"))
 	if err != nil {
 		t.Fatal(err)
@@ -216,7 +225,9 @@ func trickleKafka(t *testing.T, ts time.Time) string {
 			t.Fatal(err)
 		}
 	}
+	fetches := new(atomic.Int64)
 	c.ControlKey(int16(kmsg.Fetch), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		fetches.Add(1)
 		req := r.(*kmsg.FetchRequest)
 		req.MaxBytes = 1
 		for i := range req.Topics {
@@ -227,7 +238,7 @@ func trickleKafka(t *testing.T, ts time.Time) string {
 		c.SleepControl(func() { time.Sleep(200 * time.Millisecond) })
 		return nil, nil, false
 	})
-	return strings.Join(c.ListenAddrs(), ",")
+	return strings.Join(c.ListenAddrs(), ","), fetches
 }
 
 // consoleAdmin is a running serve: its address and what it logged.
