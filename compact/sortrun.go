@@ -34,9 +34,10 @@ var sortBufferCap int64 = math.MaxInt64
 // runReadBuffer is the read buffer of one run being merged.
 const runReadBuffer = 64 << 10
 
-// sortRow is one row of the sort, its values in the table's column order,
-// its key (sortKeyFunc, zorderKeyFunc) and the key's first 8 bytes as a
-// number, which settle most comparisons without reading the key.
+// sortRow is one row of the sort, its values in the table's column order
+// (none in a merge pass), its key (sortKeyFunc, zorderKeyFunc) and the
+// key's first 8 bytes as a number, which settle most comparisons without
+// reading the key.
 type sortRow struct {
 	row parquet.Row
 	key []byte
@@ -179,12 +180,8 @@ func (s *sorter) add(row parquet.Row) error {
 		s.nextBlock(n)
 	}
 	blk := s.used - 1
-	b := s.blocks[blk]
-	off := len(b)
-	b = binary.AppendUvarint(b, uint64(len(key)))
-	b = append(b, key...)
-	b = binary.AppendUvarint(b, uint64(len(s.rowBuf)))
-	b = append(b, s.rowBuf...)
+	off := len(s.blocks[blk])
+	b := appendRecord(s.blocks[blk], key, s.rowBuf)
 	s.blocks[blk] = b
 	var k16 [16]byte
 	copy(k16[:], key)
@@ -303,7 +300,9 @@ func (s *sorter) finish(emit func(*sortRow) error) error {
 		s.runs = slices.Clone(s.runs[sortFanIn:])
 		err := s.writeRun(func(w *bufio.Writer) error {
 			return s.merge(batch, false, func(r *sortRow) error {
-				return writeRecord(w, r.key, r.enc)
+				s.rowBuf = appendRecord(s.rowBuf[:0], r.key, r.enc)
+				_, err := w.Write(s.rowBuf)
+				return err
 			})
 		})
 		if err != nil {
@@ -342,8 +341,11 @@ type cursor struct {
 	mem []sortEntry
 	r   *bufio.Reader
 	f   *os.File
+	// decode makes the cursor decode each row's values (the last merge,
+	// which emits them); a merge pass moves records as they are.
+	decode bool
 	// ring holds the values of the last sortRowRing rows read, each
-	// row's slots taken again sortRowRing rows later (sortRowLife).
+	// row's slots taken again sortRowRing rows later.
 	ring []parquet.Value
 	next int
 	// bytes is the block that the records read from a run are copied
@@ -354,12 +356,9 @@ type cursor struct {
 // sortRowRing is the number of rows whose values a cursor keeps. A row's
 // values are overwritten when its cursor reads its sortRowRing-th next
 // row, and a cursor reads a row only once the one before has been
-// emitted: a row emitted stays valid while sortRowLife more rows are
+// emitted: a row emitted stays valid while sortRowRing-1 more rows are
 // emitted, which writeSorted's batches of sortBatch rows need.
-const (
-	sortRowRing = 2 * sortBatch
-	sortRowLife = sortRowRing - 1
-)
+const sortRowRing = 2 * sortBatch
 
 // slots is the next row's values, from the ring.
 func (c *cursor) slots(cols int) parquet.Row {
@@ -386,9 +385,10 @@ func (h *mergeHeap) Pop() any {
 	return c
 }
 
-// merge emits the rows of the runs named, and with mem those buffered,
-// sorted, in order.
-func (s *sorter) merge(runs []string, mem bool, emit func(*sortRow) error) (err error) {
+// merge emits the rows of the runs named, sorted, in order. The final
+// merge adds the buffered rows and decodes each row's values; a merge
+// pass gives emit only the rows' keys and encodings.
+func (s *sorter) merge(runs []string, final bool, emit func(*sortRow) error) (err error) {
 	h := &mergeHeap{}
 	var files []*os.File
 	defer func() {
@@ -402,15 +402,15 @@ func (s *sorter) merge(runs []string, mem bool, emit func(*sortRow) error) (err 
 			return fmt.Errorf("sort: merge: %w", err)
 		}
 		files = append(files, f)
-		c := &cursor{r: bufio.NewReaderSize(f, runReadBuffer), f: f}
+		c := &cursor{r: bufio.NewReaderSize(f, runReadBuffer), f: f, decode: final}
 		if ok, err := s.advance(c); err != nil {
 			return err
 		} else if ok {
 			h.cs = append(h.cs, c)
 		}
 	}
-	if mem && len(s.entries) > 0 {
-		c := &cursor{mem: s.entries}
+	if final && len(s.entries) > 0 {
+		c := &cursor{mem: s.entries, decode: true}
 		if _, err := s.advance(c); err != nil {
 			return err
 		}
@@ -462,7 +462,7 @@ func (s *sorter) advance(c *cursor) (bool, error) {
 		return false, nil
 	}
 	var row parquet.Row
-	if err == nil {
+	if err == nil && c.decode {
 		row, err = decodeRow(c.slots(len(s.kinds)), enc, s.kinds)
 	}
 	if err != nil {
@@ -476,20 +476,12 @@ func (s *sorter) advance(c *cursor) (bool, error) {
 // key's length (uvarint), the key, a row encoding's length (uvarint) and
 // the row's encoding (appendRow).
 
-// writeRecord appends the record of a row's key and encoding to w.
-func writeRecord(w *bufio.Writer, key, enc []byte) error {
-	var n [binary.MaxVarintLen64]byte
-	if _, err := w.Write(binary.AppendUvarint(n[:0], uint64(len(key)))); err != nil {
-		return err
-	}
-	if _, err := w.Write(key); err != nil {
-		return err
-	}
-	if _, err := w.Write(binary.AppendUvarint(n[:0], uint64(len(enc)))); err != nil {
-		return err
-	}
-	_, err := w.Write(enc)
-	return err
+// appendRecord appends the record of a row's key and encoding to b.
+func appendRecord(b, key, enc []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(key)))
+	b = append(b, key...)
+	b = binary.AppendUvarint(b, uint64(len(enc)))
+	return append(b, enc...)
 }
 
 // readRecord reads the next record of c's run, copied to c's block;
