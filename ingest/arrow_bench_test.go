@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	pqcompress "github.com/parquet-go/parquet-go/compress"
 
 	"github.com/sluice-data/sluice/catalog"
 	"github.com/sluice-data/sluice/cloud"
@@ -111,10 +112,7 @@ func BenchmarkColumnBuffers(b *testing.B) {
 // the level set for the column, so the level written for column i is
 // i+1, standing for the column, not for a zstd level.
 type arrowZstd struct {
-	codecs []interface {
-		Encode(dst, src []byte) ([]byte, error)
-		Decode(dst, src []byte) ([]byte, error)
-	}
+	codecs []pqcompress.Codec
 }
 
 func (c arrowZstd) Encode(dst, src []byte) []byte { return c.EncodeLevel(dst, src, 1) }
